@@ -1,0 +1,247 @@
+"""Tests of the `earmem` command line (earmem.evaluation.main): help on every command, one-line errors with exit code 2,
+and a full run on a tiny LoCoMo-format file. In-process through `main([...])`, plus a few subprocess runs of the
+installed console script."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from earmem.data import tiny_locomo
+from earmem.evaluation import METHODS, main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    "A data folder with the tiny LoCoMo, and a private embedding cache shared by this module's tests (so the model loads once)."
+    root = tmp_path_factory.mktemp("cli")
+    (root / "locomo").mkdir()
+    (root / "locomo" / "locomo10.json").write_text(json.dumps(tiny_locomo()))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EARMEM_CACHE", str(root / "cache"))
+        mp.setenv("EARMEM_DATA", str(root))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.delenv("EARMEM_DEBUG", raising=False)
+        yield root
+
+
+def run(capsys, *argv):
+    "main(argv) → (exit code, stdout, stderr)."
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(err: str, contains: str):
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("earmem: error: ") and contains in lines[0], err
+    assert "Traceback" not in err
+
+
+# ---- help -------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv", [["--help"], ["reproduce", "--help"], ["reproduce", "locomo", "--help"],
+                                  ["reproduce", "longmemeval", "--help"]])
+def test_help(capsys, argv):
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and out.startswith("usage: earmem")
+
+
+def test_help_lists_options_and_methods(capsys):
+    _, out, _ = run(capsys, "reproduce", "locomo", "--help")
+    for opt in ("--method", "--split", "--encoder", "--k", "--K", "--seed", "--json", "--data", "--quiet"):
+        assert opt in out
+    assert all(m in out for m in METHODS)
+
+
+def test_version(capsys):
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.startswith("earmem ")
+
+
+# ---- usage errors -----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, contains", [
+    ([], "required"),
+    (["reproduce"], "required"),
+    (["reproduce", "nosuchbench"], "invalid choice"),
+    (["reproduce", "locomo", "--split", "train"], "invalid choice: 'train'"),
+    (["reproduce", "locomo", "--method", "oracle"], "invalid choice: 'oracle'"),
+    (["reproduce", "locomo", "--k", "five"], "invalid int value"),
+    (["reproduce", "locomo", "--bogus"], "unrecognized arguments"),
+])
+def test_usage_errors(capsys, argv, contains):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and contains in err and "Traceback" not in err
+
+
+# ---- data and configuration errors --------------------------------------------------------------------------------------
+def test_missing_data(env, capsys, tmp_path):
+    code, _, err = run(capsys, "reproduce", "locomo", "--data", str(tmp_path / "none"), "--quiet")
+    assert code == 2
+    one_line_error(err, "LoCoMo data not found")
+    assert "snap-research/locomo" in err and str(tmp_path / "none") in err
+
+
+def test_missing_data_env(env, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("EARMEM_DATA", str(tmp_path))
+    code, _, err = run(capsys, "reproduce", "locomo", "--quiet")
+    assert code == 2
+    one_line_error(err, str(tmp_path / "locomo" / "locomo10.json"))
+
+
+def test_malformed_json(env, capsys, tmp_path):
+    f = tmp_path / "locomo10.json"
+    f.write_text('[{"sample_id": ')
+    code, _, err = run(capsys, "reproduce", "locomo", "--data", str(f), "--quiet")
+    assert code == 2
+    one_line_error(err, "is not valid JSON")
+
+
+def test_wrong_structure(env, capsys, tmp_path):
+    f = tmp_path / "locomo10.json"
+    f.write_text(json.dumps({"conversations": []}))
+    code, _, err = run(capsys, "reproduce", "locomo", "--data", str(f), "--quiet")
+    assert code == 2
+    one_line_error(err, "is not in the LoCoMo format")
+
+
+def test_unknown_encoder_name(env, capsys):
+    code, _, err = run(capsys, "reproduce", "locomo", "--encoder", "nobody/no-such-encoder-xyz", "--quiet")
+    assert code == 2
+    one_line_error(err, "model: unknown encoder 'nobody/no-such-encoder-xyz'")
+
+
+def test_unknown_encoder_path(env, capsys, tmp_path):
+    code, _, err = run(capsys, "reproduce", "locomo", "--encoder", str(tmp_path / "no-model"), "--quiet")
+    assert code == 2
+    one_line_error(err, "model: no sentence-transformers model folder")
+
+
+def test_encoder_path_is_a_file(env, capsys, tmp_path):
+    f = tmp_path / "model.bin"
+    f.write_bytes(b"\0")
+    code, _, err = run(capsys, "reproduce", "locomo", "--encoder", str(f), "--quiet")
+    assert code == 2
+    one_line_error(err, "is a file")
+
+
+@pytest.mark.parametrize("argv, contains", [
+    (["--k", "6", "--K", "4"], "k: the slate size k=6 is larger than the candidate set K=4"),
+    (["--k", "0"], "k: expected a positive integer"),
+    (["--K", "0"], "K: expected a positive integer"),
+    (["--test-size", "1.5"], "test_size: expected a fraction"),
+])
+def test_bad_numbers(env, capsys, argv, contains):
+    code, _, err = run(capsys, "reproduce", "locomo", *argv, "--quiet")
+    assert code == 2
+    one_line_error(err, contains)
+
+
+def test_K_larger_than_a_bank(env, capsys):
+    code, _, err = run(capsys, "reproduce", "locomo", "--split", "all", "--quiet")   # default K=20 > 5 turns
+    assert code == 2
+    one_line_error(err, "K: asked for the top 20 candidates, but memory bank 'tiny-2' has only 5 memories")
+
+
+def test_unwritable_json(env, capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = run(capsys, "reproduce", "locomo", "--split", "all", "--K", "4", "--k", "2",
+                       "--json", str(blocker / "r.json"), "--quiet")
+    assert code == 2 and err.startswith("earmem: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_debug_shows_traceback(env, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("EARMEM_DEBUG", "1")
+    with pytest.raises(FileNotFoundError):
+        main(["reproduce", "locomo", "--data", str(tmp_path / "none"), "--quiet"])
+
+
+# ---- successful runs --------------------------------------------------------------------------------------------------
+def test_reproduce_tiny(env, capsys, tmp_path):
+    out_json = tmp_path / "out" / "r.json"
+    code, out, err = run(capsys, "reproduce", "locomo", "--method", "retriever", "--split", "all", "--K", "4",
+                         "--k", "2", "--json", str(out_json), "--quiet")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("LoCoMo · method retriever · encoder sentence-transformers/all-MiniLM-L6-v2")
+    assert "Recall@2" in lines[1] and "Hit@2" in lines[1]
+    assert any(l.startswith("overall") and l.split()[-1] == "8" for l in lines)
+    rep = json.loads(out_json.read_text())
+    assert rep["config"] == {"split": "all", "k": 2, "K": 4, "seed": 0, "test_size": None,
+                             "encoder": "sentence-transformers/all-MiniLM-L6-v2",
+                             "data": str(env / "locomo" / "locomo10.json")}
+    assert rep["encoder"]["dim"] == 384 and rep["queries"]["unscored"] == ["tiny-1:4"]
+    assert set(rep["timings"]) >= {"load", "encode_memories", "encode_queries", "retrieve", "method", "total"}
+    overall = rep["table"][-1]
+    assert overall["category"] == "overall" and overall["n"] == 8
+    assert overall["recall@2"] == round(100 * rep["results"]["overall"]["recall@2"], 1)
+    assert f"{overall['recall@2']:.1f}" in [l for l in lines if l.startswith("overall")][0]
+
+
+def test_reproduce_tiny_test_split_and_status_lines(env, capsys, tmp_path):
+    out_json = tmp_path / "r.json"
+    code, out, err = run(capsys, "reproduce", "locomo", "--K", "4", "--k", "2", "--test-size", "0.5", "--seed", "3",
+                         "--json", str(out_json))
+    assert code == 0
+    assert "earmem: preparing LoCoMo" in err and f"report written to {out_json}" in err
+    rep = json.loads(out_json.read_text())
+    assert rep["queries"]["test"] + rep["queries"]["train"] + ("tiny-1:4" in str(rep["queries"]["unscored"])) <= 9
+    assert rep["config"]["seed"] == 3 and rep["config"]["test_size"] == 0.5
+    assert "test 50% (seed 3)" in out
+
+
+def test_default_json_path(env, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, _ = run(capsys, "reproduce", "locomo", "--split", "all", "--K", "4", "--k", "2", "--quiet")
+    assert code == 0 and (tmp_path / "results" / "locomo-retriever-all-seed0.json").is_file()
+
+
+def test_reproduce_longmemeval_fixture(env, capsys, tmp_path):
+    code, out, err = run(capsys, "reproduce", "longmemeval", "--data", str(FIXTURES / "longmemeval_s_tiny.json"),
+                         "--split", "all", "--K", "4", "--k", "2", "--json", str(tmp_path / "l.json"), "--quiet")
+    assert code == 0, err
+    rep = json.loads((tmp_path / "l.json").read_text())
+    assert rep["benchmark"] == "longmemeval" and rep["table"][-1]["n"] == 2
+    assert out.startswith("LongMemEval_S · method retriever")
+
+
+# ---- the installed console script ---------------------------------------------------------------------------------------
+def _script():
+    exe = shutil.which("earmem") or str(Path(sys.executable).parent / "earmem")
+    if not Path(exe).exists():
+        pytest.skip("the earmem console script is not installed (pip install -e .)")
+    return exe
+
+
+def test_console_script_help():
+    r = subprocess.run([_script(), "reproduce", "locomo", "--help"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "usage: earmem reproduce locomo" in r.stdout
+
+
+def test_console_script_error_exit_code(tmp_path):
+    r = subprocess.run([_script(), "reproduce", "locomo", "--data", str(tmp_path / "nothing.json"), "--quiet"],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "HF_HUB_OFFLINE": "1", "EARMEM_DEBUG": ""})
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1 and "LoCoMo data not found" in r.stderr
+
+
+# ---- the real benchmark (slow) ----------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_real_locomo_retriever(tmp_path):
+    "Only Retriever on all 1,540 LoCoMo queries with the default encoder (uses the shared embedding cache)."
+    if not os.environ.get("EARMEM_DATA"):
+        pytest.skip("set EARMEM_DATA to the folder holding locomo/locomo10.json")
+    r = subprocess.run([_script(), "reproduce", "locomo", "--split", "all", "--quiet", "--json", str(tmp_path / "r.json")],
+                       capture_output=True, text=True, timeout=1800, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rep["data"]["stats"]["queries"] == 1540 and rep["table"][-1]["n"] == 1536
+    assert abs(rep["table"][-1]["recall@5"] - 32.7) <= 1.0 and abs(rep["table"][-1]["hit@5"] - 42.3) <= 1.0

@@ -144,7 +144,7 @@ def test_bad_numbers(env, capsys, argv, contains):
 
 
 def test_K_larger_than_a_bank(env, capsys):
-    code, _, err = run(capsys, "reproduce", "locomo", "--split", "all", "--quiet")   # default K=20 > 5 turns
+    code, _, err = run(capsys, "reproduce", "locomo", "--method", "retriever", "--split", "all", "--quiet")   # K=20 > 5 turns
     assert code == 2
     one_line_error(err, "K: asked for the top 20 candidates, but memory bank 'tiny-2' has only 5 memories")
 
@@ -152,7 +152,7 @@ def test_K_larger_than_a_bank(env, capsys):
 def test_unwritable_json(env, capsys, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    code, _, err = run(capsys, "reproduce", "locomo", "--split", "all", "--K", "4", "--k", "2",
+    code, _, err = run(capsys, "reproduce", "locomo", "--method", "retriever", "--split", "all", "--K", "4", "--k", "2",
                        "--json", str(blocker / "r.json"), "--quiet")
     assert code == 2 and err.startswith("earmem: error:") and len(err.strip().splitlines()) == 1
 
@@ -187,8 +187,8 @@ def test_reproduce_tiny(env, capsys, tmp_path):
 
 def test_reproduce_tiny_test_split_and_status_lines(env, capsys, tmp_path):
     out_json = tmp_path / "r.json"
-    code, out, err = run(capsys, "reproduce", "locomo", "--K", "4", "--k", "2", "--test-size", "0.5", "--seed", "3",
-                         "--json", str(out_json))
+    code, out, err = run(capsys, "reproduce", "locomo", "--method", "retriever", "--K", "4", "--k", "2", "--test-size", "0.5",
+                         "--seed", "3", "--json", str(out_json))
     assert code == 0
     assert "earmem: preparing LoCoMo" in err and f"report written to {out_json}" in err
     rep = json.loads(out_json.read_text())
@@ -199,13 +199,13 @@ def test_reproduce_tiny_test_split_and_status_lines(env, capsys, tmp_path):
 
 def test_default_json_path(env, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, _, _ = run(capsys, "reproduce", "locomo", "--split", "all", "--K", "4", "--k", "2", "--quiet")
+    code, _, _ = run(capsys, "reproduce", "locomo", "--method", "retriever", "--split", "all", "--K", "4", "--k", "2", "--quiet")
     assert code == 0 and (tmp_path / "results" / "locomo-retriever-all-seed0.json").is_file()
 
 
 def test_reproduce_longmemeval_fixture(env, capsys, tmp_path):
     code, out, err = run(capsys, "reproduce", "longmemeval", "--data", str(FIXTURES / "longmemeval_s_tiny.json"),
-                         "--split", "all", "--K", "4", "--k", "2", "--json", str(tmp_path / "l.json"), "--quiet")
+                         "--method", "retriever", "--split", "all", "--K", "4", "--k", "2", "--json", str(tmp_path / "l.json"), "--quiet")
     assert code == 0, err
     rep = json.loads((tmp_path / "l.json").read_text())
     assert rep["benchmark"] == "longmemeval" and rep["table"][-1]["n"] == 2
@@ -239,9 +239,37 @@ def test_real_locomo_retriever(tmp_path):
     "Only Retriever on all 1,540 LoCoMo queries with the default encoder (uses the shared embedding cache)."
     if not os.environ.get("EARMEM_DATA"):
         pytest.skip("set EARMEM_DATA to the folder holding locomo/locomo10.json")
-    r = subprocess.run([_script(), "reproduce", "locomo", "--split", "all", "--quiet", "--json", str(tmp_path / "r.json")],
+    r = subprocess.run([_script(), "reproduce", "locomo", "--method", "retriever", "--split", "all", "--quiet",
+                        "--json", str(tmp_path / "r.json")],
                        capture_output=True, text=True, timeout=1800, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert r.returncode == 0, r.stderr
     rep = json.loads((tmp_path / "r.json").read_text())
     assert rep["data"]["stats"]["queries"] == 1540 and rep["table"][-1]["n"] == 1536
     assert abs(rep["table"][-1]["recall@5"] - 32.7) <= 1.0 and abs(rep["table"][-1]["hit@5"] - 42.3) <= 1.0
+
+
+def test_tables_mode_tiny(env, capsys, tmp_path):
+    "Without --method the command runs the paper's tables: every requested method, mean ± std over seeds."
+    out_json = tmp_path / "t.json"
+    code, out, err = run(capsys, "reproduce", "locomo", "--K", "4", "--k", "2", "--test-size", "0.5",
+                         "--methods", "table2", "--seeds", "2", "--jobs", "2", "--json", str(out_json), "--quiet")
+    assert code == 0, err
+    assert "Table 2 analogue" in out and "EAR w/o Explorer at test time" in out
+    rep = json.loads(out_json.read_text())
+    assert rep["methods"] == ["retriever", "rl", "ear-adapter", "ear"] and rep["config"]["seeds"] == 2
+    assert len(rep["paper"]["methods"]["ear"]["per_seed_recall"]) == 2
+
+
+@pytest.mark.parametrize("argv,contains", [
+    (["--methods", "ear,wizard"], "methods: unknown method 'wizard'"),
+    (["--set", "lr"], "set: expected KEY=VALUE"),
+    (["--set", "warp=9"], "set: unknown EAR setting 'warp'"),
+    (["--precision", "1.5"], "precision"),
+    (["--split", "all"], "split: the learning methods need the 80/20 protocol"),
+    (["--seeds", "0"], "seeds: expected a positive integer"),
+    (["--jobs", "0"], "jobs: expected a positive integer"),
+])
+def test_tables_mode_errors(env, capsys, argv, contains):
+    code, _, err = run(capsys, "reproduce", "locomo", *argv, "--quiet")
+    assert code == 2
+    one_line_error(err, contains)

@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 meta='{"jupytext": null, "kernelspec": {"display_name": "python3", "language": "python", "name": "python3"}}'
 for n in "$@"; do
   jupytext --quiet --to ipynb ".nbsrc/$n.py" -o "nbs/$n.ipynb" --update-metadata "$meta"
+  nbdev_clean --fname "nbs/$n.ipynb"
 done

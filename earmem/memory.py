@@ -627,7 +627,7 @@ class MemoryStore:
                          (self.clock() if at is None else at, memory_id, action, json.dumps(detail)))
 
 # %% ../nbs/08_memory.ipynb #7b5d1686
-def patch_method(cls):
+def patch_to(cls):
     "Decorator: attach the function to `cls` as a method of the same name."
     def attach(f):
         f.__qualname__ = f"{cls.__name__}.{f.__name__}"
@@ -657,7 +657,7 @@ def _overlap(a: tuple, b: tuple) -> bool:
     if not a and not b: return True
     return bool({x.casefold() for x in a} & {x.casefold() for x in b})
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _prepare(self: MemoryStore, item, where: str, now: float, defaults: dict) -> dict:
     "Validate one item of `add_many` into a normalised dict (errors name the field, prefixed by `where`)."
     if isinstance(item, str): item = {"text": item}
@@ -693,7 +693,7 @@ def _prepare(self: MemoryStore, item, where: str, now: float, defaults: dict) ->
     return dict(id=mid, text=text.strip(), kind=kind, store=store, entities=_check_entities(it.get("entities"), f"{where}entities"),
                 importance=imp, confidence=conf, created=now if ts is None else ts, source=source, metadata=meta_json)
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _encode(self: MemoryStore, texts: list, role: str = "document") -> np.ndarray:
     fn = self.encoder.encode_documents if role == "document" else self.encoder.encode_queries
     V = np.asarray(fn(list(texts)), dtype=np.float32)
@@ -703,7 +703,7 @@ def _encode(self: MemoryStore, texts: list, role: str = "document") -> np.ndarra
         raise ValueError(f"encoder: produced {V.shape[1]}-dimensional vectors, but the store at {self.path} holds dimension {self.dim}")
     return unit_rows(check_matrix(V, "embeddings", dim=self.dim))
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _new_ids(self: MemoryStore, count: int, taken: set) -> list:
     "`count` fresh ids m<N> (inside a write transaction), skipping ids in use."
     n = int(self._db.execute("SELECT value FROM meta WHERE key='next_id'").fetchone()[0])
@@ -721,7 +721,7 @@ def _pairs_above(S: np.ndarray, thr: float):
     ii, cc = np.nonzero(S >= thr)
     return zip(ii.tolist(), cc.tolist(), S[ii, cc].tolist())
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _duplicate_candidates(self: MemoryStore, items: list, V: np.ndarray, exclude: tuple) -> tuple:
     "For each item: [(cosine, store row)] of same-kind active memories and [(cosine, batch position)] of earlier items, above the threshold."
     ix, thr, n = self._index, self.config.dedupe_threshold, self._index.n
@@ -749,7 +749,7 @@ def _duplicate_candidates(self: MemoryStore, items: list, V: np.ndarray, exclude
             if b < i0 + a: new[i0 + a].append((v, b))
     return old, new
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _insert_batch(self: MemoryStore, items: list, V: np.ndarray, rev: int, now: float, exclude: tuple = ()) -> list:
     "Dedupe `items` (unit embeddings `V`) against active memories and each other, then write them (inside `_write`)."
     ix = self._index
@@ -808,20 +808,20 @@ def _insert_batch(self: MemoryStore, items: list, V: np.ndarray, rev: int, now: 
         else: out.append(AddResult(fresh[ref]["id"], "inserted" if sim is None else "merged", sim, fresh[ref]["count"]))
     return out
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _record(self: MemoryStore, mid: str) -> MemoryRecord:
     r = self._db.execute("SELECT id, text, kind, store, entities, importance, confidence, count, created, accessed, source, "
                          "status, metadata FROM memories WHERE id=?", (mid,)).fetchone()
     if r is None: raise KeyError(f"id: no memory {mid!r} in {self.path}")
     return MemoryRecord(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), r[5], r[6], r[7], iso(r[8]), iso(r[9]), r[10], r[11], json.loads(r[12]))
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def get(self: MemoryStore, id: str) -> MemoryRecord:
     "The stored memory `id` (active or retracted); KeyError when there is none."
     self._check_open()
     with self._lock: return self._record(id)
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def history(self: MemoryStore, id: str) -> list:
     "The audit trail of memory `id`, oldest first: dicts with at, action and detail."
     self._check_open()
@@ -829,7 +829,7 @@ def history(self: MemoryStore, id: str) -> list:
         rows = self._db.execute("SELECT at, action, detail FROM audit WHERE memory_id=? ORDER BY seq", (id,)).fetchall()
     return [{"at": iso(a), "action": act, "detail": json.loads(d)} for a, act, d in rows]
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def add_many(self: MemoryStore,
              items: Sequence,  # dicts with add()'s fields (text, kind, entities, importance, timestamp, source, id, metadata, confidence, store), strings or Memory objects
              embeddings=None,  # optional precomputed (n, d) document embeddings (skips encoding)
@@ -852,7 +852,7 @@ def add_many(self: MemoryStore,
     with self._write() as rev:
         return self._insert_batch(prepared, V, rev, now)
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def add(self: MemoryStore,
         text: str,  # self-contained wording: who, what, when
         kind: str,  # one of KINDS: episode, observation, failure, fact, preference, decision, correction
@@ -868,7 +868,7 @@ def add(self: MemoryStore,
     return self.add_many([item])[0]
 
 # %% ../nbs/08_memory.ipynb #5128895f
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def update(self: MemoryStore, id: str, *, reason: str | None = None, **changes) -> MemoryRecord:
     "Edit memory `id` in place (text, kind, entities, importance, confidence, timestamp, source, metadata); audited."
     allowed = {"text", "kind", "entities", "importance", "confidence", "timestamp", "source", "metadata"}
@@ -894,7 +894,7 @@ def update(self: MemoryStore, id: str, *, reason: str | None = None, **changes) 
         self._audit(id, "update", {"changes": diff, "reason": reason})
     return after
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def retract(self: MemoryStore, id: str, reason: str, correction: str | None = None, **correction_fields) -> AddResult | None:
     "Withdraw memory `id` (kept, marked retracted, never retrieved); optionally write its `correction` in the same transaction."
     if not isinstance(reason, str) or not reason.strip(): raise ValueError("reason: expected a short explanation of why the memory is withdrawn")
@@ -916,7 +916,7 @@ def retract(self: MemoryStore, id: str, reason: str, correction: str | None = No
         self._audit(id, "retract", {"reason": reason, "correction": result.id if result else None})
     return result
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def delete(self: MemoryStore, id: str) -> None:
     "Erase memory `id`: the row and its text in earlier audit entries go; a 'delete' audit entry remains."
     self._check_open()
@@ -932,7 +932,7 @@ def _check_k(k, name="k") -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1: raise ValueError(f"{name}: expected a positive integer, got {k!r}")
     return int(k)
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _mask(self: MemoryStore, kinds=None, entities=None, since=None, until=None, store=None):
     "Boolean mask of the memories that pass the filters (active ones only)."
     ix = self._index
@@ -977,7 +977,7 @@ def _top_refined(approx: np.ndarray, E: np.ndarray, q: np.ndarray, rows: np.ndar
     order = np.lexsort((rows, -exact))[:K]
     return rows[order], exact[order]
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _candidate_rows(self: MemoryStore, top: Callable, rows: np.ndarray, K: int, balanced: bool) -> tuple:
     "Top-K of `rows` by frozen cosine (Eq. 1) with `top(rows, K) → (rows, cosines)`; balanced: K/2 per store, topped up from the other (EAR §5)."
     if not balanced or len(rows) <= K: return top(rows, K)
@@ -992,7 +992,7 @@ def _candidate_rows(self: MemoryStore, top: Callable, rows: np.ndarray, K: int, 
     order = np.lexsort((picked, -cos))
     return picked[order], cos[order]
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _query_vector(self: MemoryStore, query) -> tuple:
     if isinstance(query, str):
         if not query.strip(): raise ValueError("query: is empty; expected a question or task description")
@@ -1003,7 +1003,7 @@ def _query_vector(self: MemoryStore, query) -> tuple:
         return "<embedding>", unit_rows(q)[0]
     raise TypeError(f"query: expected a string or a query embedding, got {type(query).__name__}")
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _conflicts(self: MemoryStore, hits: list, rows: list) -> list:
     "Mark newer-supersedes-older among hits that make different claims about the same entities (same claim kind)."
     c, ix, out = self.config, self._index, []
@@ -1021,7 +1021,7 @@ def _conflicts(self: MemoryStore, hits: list, rows: list) -> list:
             out.append({"newer": newer.id, "older": older.id, "similarity": round(sim, 4), "kind": ha.kind, "entities": shared})
     return out
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def search(self: MemoryStore,
            query,  # the question / task state (text), or a query embedding
            k: int = 5,  # at most this many hits (fewer when fewer clear the relevance floor)
@@ -1077,21 +1077,21 @@ def search(self: MemoryStore,
         if touch and hits and not self.readonly: self._touch([h.id for h in hits], now)
     return Hits(hits, text, conflicts, cands, order, self._token)
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _touch(self: MemoryStore, ids: list, now: float):
     "Last-accessed reinforcement: retrieved memories become recent again."
     with self._write() as rev:
         self._db.executemany("UPDATE memories SET accessed=max(accessed, ?), rev=? WHERE id=?", [(now, rev, i) for i in ids])
 
 # %% ../nbs/08_memory.ipynb #85405262
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:
     "Relevance of each candidate: the EAR adapter's z (Eq. 4) once a learner exists, else the frozen cosine (Eq. 1)."
     if self._learner is None: return cands.scores
     with one_blas_thread(): return np.asarray(self._learner.scores(cands))
 
 # %% ../nbs/08_memory.ipynb #c897ae3b
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _new_learner(self: MemoryStore):
     from earmem.replay import EAR, EARConfig
     cfg = {"K": self.config.candidates, "s": min(5, self.config.candidates), "capacity": 1000, **self.config.ear}
@@ -1101,7 +1101,7 @@ def _learner_dim(learner) -> int | None:
     d = getattr(learner, "dim", None)
     return int(d) if d is not None else None
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def set_learner(self: MemoryStore, learner) -> None:
     "Use `learner` (an `earmem.replay.EAR` or anything with scores/observe/save) for relevance and feedback; checkpointed."
     for a in ("scores", "observe", "save"):
@@ -1112,7 +1112,7 @@ def set_learner(self: MemoryStore, learner) -> None:
         self._learner = learner
         if not self.readonly: self._checkpoint()
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _load_learner(self: MemoryStore, version: str):
     "Load checkpoint `version` (a folder under learner/); '' = no learner yet."
     if not version: self._learner, self._learner_version = None, ""; return
@@ -1130,7 +1130,7 @@ def _load_learner(self: MemoryStore, version: str):
                          f"but the store's embeddings have dimension {self.dim}")
     self._learner, self._learner_version = learner, version
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _checkpoint(self: MemoryStore):
     "Save the learner to a fresh folder, then point meta at it (one transaction), then remove older folders."
     if self._learner is None: return
@@ -1155,14 +1155,14 @@ def _checkpoint(self: MemoryStore):
         stale = old.name < version if not old.name.startswith(".") else time.time() - old.stat().st_mtime > 3600
         if stale: shutil.rmtree(old, ignore_errors=True)
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def _learn(self: MemoryStore, cands: Candidates, positions, labels) -> dict:
     "One EAR update from ±1 labels on the slate `positions` of `cands` (the plug-in point for learning)."
     if self._learner is None: self._learner = self._new_learner()
     with one_blas_thread():
         return self._learner.observe(cands, [np.asarray(positions, dtype=np.int64)], [np.asarray(labels, dtype=np.int8)])
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def feedback(self: MemoryStore,
              hits: Hits,  # what search() returned (and the agent saw)
              cited: Sequence[str] = ()) -> dict:  # ids of the hits the answer used
@@ -1188,7 +1188,7 @@ def feedback(self: MemoryStore,
         if self._unsaved >= self.config.checkpoint_every: self._checkpoint()
     return {**out, "labels": labels}
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def flush(self: MemoryStore) -> None:
     "Checkpoint the learner now (when there is unsaved feedback)."
     self._check_open()
@@ -1221,13 +1221,13 @@ def provenance_line(hit: MemoryRecord, show_ids: bool = True, supersedes: dict |
     text = " ".join(hit.text.split())
     return f"{'[' + hit.id + '] ' if show_ids else ''}From memory ({label}): {text}"
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def count_tokens(self: MemoryStore, text: str) -> int:
     "Tokens of `text` under the store encoder's tokenizer."
     if self._count_tokens is None: self._count_tokens = token_counter(self.encoder)
     return self._count_tokens(text)
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def inject(self: MemoryStore,
            hits: Sequence[MemoryRecord],  # search results, best first
            budget_tokens: int,  # hard upper bound on the block's tokens
@@ -1259,7 +1259,7 @@ def inject(self: MemoryStore,
     return out
 
 # %% ../nbs/08_memory.ipynb #37dd8ea9
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def tool_specs(self: MemoryStore, include_add: bool = True) -> list:
     "OpenAI-style function specs for memory search (and add)."
     search = {"type": "function", "function": {
@@ -1283,7 +1283,7 @@ def tool_specs(self: MemoryStore, include_add: bool = True) -> list:
             "importance": {"type": "number", "minimum": 0, "maximum": 1}}}}}
     return [search, add] if include_add else [search]
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def handle_tool_call(self: MemoryStore, name: str, arguments_json: str | dict) -> str:
     "Run one tool call from `tool_specs()`; returns the JSON text for the tool message (errors as {'error': …})."
     try:
@@ -1314,7 +1314,7 @@ def handle_tool_call(self: MemoryStore, name: str, arguments_json: str | dict) -
         return json.dumps({"error": str(e).strip("'\"")})
 
 # %% ../nbs/08_memory.ipynb #bcd60547
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def stats(self: MemoryStore) -> dict:
     "Counts by kind, store and status, feedback events, learner version, size on disk."
     self._check_open()
@@ -1330,7 +1330,7 @@ def stats(self: MemoryStore) -> dict:
                "bytes_on_disk": sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())}
     return out
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def records(self: MemoryStore, include_retracted: bool = False) -> list:
     "Every stored memory as a `MemoryRecord`, in insertion order."
     self._check_open()
@@ -1338,14 +1338,14 @@ def records(self: MemoryStore, include_retracted: bool = False) -> list:
         ids = [r[0] for r in self._db.execute("SELECT id FROM memories" + ("" if include_retracted else " WHERE status='active'") + " ORDER BY seq")]
         return [self._record(i) for i in ids]
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def export(self: MemoryStore, path: str | Path, include_retracted: bool = True) -> int:
     "Write all memories as JSON Lines to `path` (atomically); returns how many."
     recs = self.records(include_retracted)
     atomic_write(path, "".join(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in recs))
     return len(recs)
 
-@patch_method(MemoryStore)
+@patch_to(MemoryStore)
 def check(self: MemoryStore) -> dict:
     "SQLite integrity check plus embedding sizes; raises ValueError when anything is wrong."
     self._check_open()

@@ -1,0 +1,83 @@
+"""The analyses of chapter 09 through the `earmem` command line, on the tiny LoCoMo file (fast) and on LoCoMo (slow)."""
+import contextlib, io, json, os
+from pathlib import Path
+
+import pytest
+import fastcore.test as fct
+
+from earmem.data import tiny_locomo
+from earmem.evaluation import ANALYSES, _load_analyses, main
+
+NAMES = ["sample-efficiency", "budget", "noise", "hyperparameters", "latency", "two-stores", "geometry"]
+
+
+def _main(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny")
+    path = d / "locomo10.json"
+    path.write_text(json.dumps(tiny_locomo()))
+    old = os.environ.get("EARMEM_CACHE")
+    os.environ["EARMEM_CACHE"] = str(d / "cache")       # keep the tiny texts out of the user's embedding cache
+    yield d, path
+    if old is None: del os.environ["EARMEM_CACHE"]
+    else: os.environ["EARMEM_CACHE"] = old
+
+
+def test_every_analysis_is_registered():
+    _load_analyses()
+    for n in NAMES: assert n in ANALYSES, n
+    for n in NAMES: assert ANALYSES[n].analysis_help
+
+
+def test_all_analyses_on_tiny_locomo(tiny):
+    d, path = tiny
+    out = d / "out"
+    code, stdout, err = _main("reproduce", "locomo", "--data", str(path), "--K", "4", "--k", "2", "--seed", "1",
+                              "--test-size", "0.4", "--seeds", "2", "--jobs", "2", "--analysis", "all",
+                              "--out", str(out), "--quiet")
+    fct.test_eq((code, err), (0, ""))
+    for title in ("Fig. 3 analogue", "Fig. 4 analogue", "Fig. 5 analogue", "Table 6", "Table 7", "Table 8 analogue",
+                  "Table 5 analogue", "Table 4 analogue", "Table 12 analogue"):
+        assert title in stdout, title
+    rep = json.loads((out / f"locomo-analysis-{'-'.join(NAMES)}.json").read_text())
+    fct.test_eq(list(rep), NAMES)
+    for n in ("sample-efficiency", "budget", "noise", "two-stores", "geometry"):
+        png = out / f"locomo-{n}.png"
+        fct.test_eq(png.read_bytes()[:4], b"\x89PNG")
+        fct.test_eq(rep[n]["figure"], str(png))
+    # the analyses share their runs: Fig. 3's EAR curve is the one of Fig. 4 and of Fig. 5 at the default critic
+    fct.test_eq(rep["budget"]["curves"]["ear"], rep["sample-efficiency"]["curves"]["ear"])
+    fct.test_eq(rep["noise"]["curves"]["ear@0.88/0.86"], rep["sample-efficiency"]["curves"]["ear"])
+    fct.test_eq(rep["latency"]["methods"]["ear"]["critic_calls_per_query"], 4.0)
+
+
+def test_one_analysis_alone_and_errors(tiny):
+    d, path = tiny
+    code, stdout, err = _main("reproduce", "locomo", "--data", str(path), "--K", "4", "--k", "2", "--seed", "1",
+                              "--test-size", "0.4", "--seeds", "1", "--jobs", "1", "--analysis", "geometry",
+                              "--out", str(d / "g"), "--quiet")
+    fct.test_eq((code, err), (0, ""))
+    assert "Table 12 analogue" in stdout and "Fig. 3" not in stdout
+    code, _, err = _main("reproduce", "locomo", "--data", str(path), "--K", "4", "--k", "2", "--analysis", "nope",
+                         "--quiet")
+    fct.test_eq(code, 2)
+    assert "analysis: unknown analysis 'nope'" in err
+
+
+@pytest.mark.slow
+def test_sample_efficiency_on_locomo(tmp_path):
+    if not (Path(os.environ.get("EARMEM_DATA", "")) / "locomo" / "locomo10.json").exists():
+        pytest.skip("LoCoMo not available (set EARMEM_DATA)")
+    code, stdout, err = _main("reproduce", "locomo", "--analysis", "sample-efficiency", "--seeds", "1",
+                              "--out", str(tmp_path), "--quiet")
+    fct.test_eq(code, 0)
+    rep = json.loads((tmp_path / "locomo-analysis-sample-efficiency.json").read_text())["sample-efficiency"]
+    # on LoCoMo EAR ends above the static retriever
+    assert rep["curves"]["ear"]["final"][0] > rep["retriever"]

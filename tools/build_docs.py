@@ -31,14 +31,8 @@ SLOW_NOTEBOOK_SECONDS = 60   # a notebook slower than this is reported: CI wants
 
 
 # ---------------------------------------------------------------------------------------------------- notebooks
-def page_name(nb_name: str) -> str:
-    "HTML file of a notebook, nbdev's rule (`nbdev.doclinks._nbpath2html`): `00_core.ipynb` -> `core.html`"
-    return re.sub(r'^\d+[a-zA-Z0-9]*_', '', Path(nb_name).name.lower()).rsplit('.', 1)[0] + '.html'
-
-def notebook_order(nbs: Path) -> list[Path]:
-    "Top-level notebooks of `nbs` in reading order: `index.ipynb` first, then by file name (the numeric prefix)"
-    files = [p for p in Path(nbs).glob('*.ipynb') if not p.name.startswith(('_', '.'))]
-    return sorted(files, key=lambda p: (p.stem != 'index', p.name))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_docs import notebooks as notebook_order, page_name   # one definition of pages and their order
 
 
 # ---------------------------------------------------------------------------------------------------- lint

@@ -22,7 +22,7 @@ __all__ = ['METHODS', 'BENCHMARKS', 'TRAININGS', 'VARIANTS', 'TABLE2', 'TABLE3',
            'register_method', 'only_retriever', 'run_method', 'prepare_benchmark', 'reproduce', 'format_table',
            'Training', 'Variant', 'CriticSettings', 'make_config', 'train_learner', 'infer', 'trained', 'run_variant',
            'reproduce_paper', 'format_paper_tables', 'parse_methods', 'parse_overrides', 'reproduce_tables',
-           'format_tables_report', 'register_analysis', 'run_analyses', 'build_parser', 'main']
+           'format_tables_report', 'plot_tables', 'register_analysis', 'run_analyses', 'build_parser', 'main']
 
 # %% ../nbs/07_evaluation.ipynb #1873eee9
 @dataclass
@@ -509,6 +509,28 @@ def format_tables_report(report: dict) -> str:
             f"critic P={c['feedback']['precision']:.2f} R={c['feedback']['recall']:.2f}")
     return head + "\n" + format_paper_tables(report["paper"])
 
+# %% ../nbs/07_evaluation.ipynb #4dfdbb46
+def plot_tables(report: dict, path: str | Path) -> Path:
+    "Bar chart of Recall@s (mean ± std) per method of a `reproduce_tables` report, paper values as markers; a PNG."
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ms, k = report["paper"]["methods"], report["config"]["k"]
+    names = list(ms)
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(names) + 2), 4.2))
+    x = np.arange(len(names))
+    ax.bar(x, [ms[n]["recall"][0] for n in names], yerr=[ms[n]["recall"][1] for n in names], capsize=3,
+           color="#4c72b0", label=f"ours ({report['encoder']['id'].split('/')[-1]}, {report['config']['seeds']} seeds)")
+    px = [(i, ms[n]["paper"][0]) for i, n in enumerate(names) if ms[n]["paper"]]
+    if px: ax.scatter(*zip(*px), marker="D", color="#dd8452", zorder=3, label="paper (Contriever)")
+    if "retriever" in ms: ax.axhline(ms["retriever"]["recall"][0], color="grey", ls="--", lw=1, label="Only Retriever (ours)")
+    ax.set_xticks(x, names, rotation=30, ha="right"); ax.set_ylabel(f"test Recall@{k} (%)")
+    ax.set_title(f"{report['title']}: Tables 2–3 analogue"); ax.legend(fontsize=8); ax.grid(axis="y", alpha=.3)
+    fig.tight_layout()
+    import io
+    buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=120); plt.close(fig)
+    atomic_write(path, buf.getvalue())
+    return Path(path)
+
 # %% ../nbs/07_evaluation.ipynb #7d654a2d
 ANALYSES: dict = {}
 
@@ -680,6 +702,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = "tables" if tables else f"{args.method}-{args.split}"
         out = Path(args.json or f"results/{args.benchmark}-{name}-seed{args.seed}.json")
         atomic_write(out, json.dumps(report, indent=1, ensure_ascii=False, default=str) + "\n")
+        if tables: fig = plot_tables(report, out.with_suffix(".png"))
     except (ValueError, TypeError, OSError) as e:
         if os.environ.get("EARMEM_DEBUG"): raise
         print(f"earmem: error: {_one_line(e)}", file=sys.stderr)
@@ -688,5 +711,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("earmem: interrupted", file=sys.stderr)
         return 130
     print(format_tables_report(report) if tables else format_table(report), flush=True)
+    if tables: say(f"figure written to {fig}")
     say(f"report written to {out}")
     return 0

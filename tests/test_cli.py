@@ -258,6 +258,7 @@ def test_tables_mode_tiny(env, capsys, tmp_path):
     rep = json.loads(out_json.read_text())
     assert rep["methods"] == ["retriever", "rl", "ear-adapter", "ear"] and rep["config"]["seeds"] == 2
     assert len(rep["paper"]["methods"]["ear"]["per_seed_recall"]) == 2
+    assert out_json.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"      # the tables drawn beside the report
 
 
 @pytest.mark.parametrize("argv,contains", [

@@ -4,13 +4,13 @@
 
 # %% ../nbs/09_analyses.ipynb #a5ef7ee7
 from __future__ import annotations
-import io, math, time
-from dataclasses import asdict, dataclass, fields, replace
+import io, time
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 import torch
-from .core import Candidates, Memory, MemoryBank, Query, atomic_write, evaluate
+from .core import Candidates, Memory, Query, atomic_write, evaluate
 from .adapter import ResidualAdapter
 from .replay import EAR
 from .critic import CitationSimulator
@@ -722,9 +722,9 @@ def two_stores(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, fee
                          f"{_fmt_mean(d['observations'][c], '.2f'):>11}"
                          f"{d['dialogue_recall'][c]['n']:>5}{d['observation_recall'][c]['n']:>6}"
                          + (f"{pp[0]:>13.2f}{pp[1]:>12.2f}{pp[2]:>9.2f}" if pp else f"{'–':>13}{'–':>12}{'–':>9}"))
-    lines += ["", f"Table 4 analogue: what the slate holds → evidence coverage (a gold turn is covered by itself or by an "
-                  f"observation derived from it); the paper reports answer F1 / LLM-judge J, which needs an answering LLM "
-                  f"we do not have",
+    lines += ["", "Table 4 analogue: what the slate holds → evidence coverage (a gold turn is covered by itself or by an "
+                  "observation derived from it); the paper reports answer F1 / LLM-judge J, which needs an answering LLM "
+                  "we do not have",
               f"{'method':<16}{'input':<27}{f'Coverage@{k}':>13}{f'Cov-Hit@{k}':>13}{f'R@{k} Dialogue':>15}{'paper F1':>10}{'paper J':>9}",
               "-" * 103]
     for meth, label in (("retriever", "Only Retriever"), ("ear", "EAR")):
@@ -791,7 +791,6 @@ def geometry(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedb
     Q, M = ts.Q[rows], ts.M[rows]
     # the second view: the whole conversation, as mean memory vectors per bank (1 − q·mean(m) = mean distance)
     obs_banks = _cache(prep)["extra"]["observation_banks"]
-    pools = {}
     def bank_pool(adapter):
         with torch.no_grad():
             f = (lambda X: torch.as_tensor(X)) if adapter is None else (lambda X: adapter.adapt_memories(torch.as_tensor(X)))

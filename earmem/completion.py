@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_completion.ipynb #528f3815
 from __future__ import annotations
-import json, math, os, re, tempfile, time, zlib
+import json, math, re, time, zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence

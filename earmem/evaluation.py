@@ -526,7 +526,6 @@ def plot_tables(report: dict, path: str | Path) -> Path:
     ax.set_xticks(x, names, rotation=30, ha="right"); ax.set_ylabel(f"test Recall@{k} (%)")
     ax.set_title(f"{report['title']}: Tables 2–3 analogue"); ax.legend(fontsize=8); ax.grid(axis="y", alpha=.3)
     fig.tight_layout()
-    import io
     buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=120); plt.close(fig)
     atomic_write(path, buf.getvalue())
     return Path(path)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_explorer.ipynb #394695d3
 from __future__ import annotations
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 from typing import Callable
 import numpy as np
 from .core import check_labels, check_matrix

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, asdict, fields
 from datetime import date, datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 import numpy as np
 from .core import (DEFAULT_MODEL, Candidates, Encoder, Memory, Query, atomic_write, atomic_write_json,
                          check_matrix, unit_rows)

@@ -5,14 +5,14 @@
 # %% ../nbs/03_replay.ipynb #168cc7e3
 from __future__ import annotations
 import json
-from dataclasses import dataclass, asdict, field, fields
+from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Sequence
 import numpy as np
 import torch
 from .core import Candidates, atomic_write, atomic_write_json, check_labels, check_matrix, unit_rows
 from .adapter import ResidualAdapter, ranking_loss, top_s
-from .explorer import Explorer, ExplorerConfig, FINAL_RULES, exploit_slate
+from .explorer import Explorer, ExplorerConfig
 
 # %% auto #0
 __all__ = ['SAMPLING', 'UNOBSERVED', 'TRAIN_SLATES', 'aggregate_feedback', 'binary_rewards', 'Experience', 'ExperienceBuffer',

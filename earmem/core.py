@@ -11,9 +11,10 @@ from typing import Iterable, Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'Memory', 'Query', 'check_labels', 'Feedback', 'atomic_write', 'atomic_write_json',
-           'default_cache_dir', 'EmbeddingCache', 'Encoder', 'check_matrix', 'unit_rows', 'top_k', 'Candidates',
-           'MemoryBank', 'recall_at_k', 'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query', 'evaluate']
+__all__ = ['DEFAULT_MODEL', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int', 'check_positive_int', 'check_number',
+           'check_probability', 'atomic_write', 'atomic_write_json', 'default_cache_dir', 'EmbeddingCache', 'Encoder',
+           'check_matrix', 'unit_rows', 'top_k', 'Candidates', 'MemoryBank', 'recall_at_k', 'hit_at_k', 'mrr',
+           'ndcg_at_k', 'score_query', 'evaluate']
 
 # %% ../nbs/00_core.ipynb #d789979b
 @dataclass
@@ -64,6 +65,40 @@ class Feedback:
     def cited(self) -> tuple:
         "Ids of the memories the critic found useful."
         return tuple(m for m, y in zip(self.slate, self.labels) if y > 0)
+
+# %% ../nbs/00_core.ipynb #3523d6dc
+def _is_int(x) -> bool: return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+def check_int(x, name: str, low: int | None = None, high: int | None = None) -> int:
+    "`x` as an `int` within [low, high] (either bound optional); a `ValueError` naming `name` otherwise."
+    if not _is_int(x) or (low is not None and x < low) or (high is not None and x > high):
+        rng = f" in [{low}, {high}]" if low is not None and high is not None else f" ≥ {low}" if low is not None \
+              else f" ≤ {high}" if high is not None else ""
+        raise ValueError(f"{name}: expected an integer{rng}, got {x!r}")
+    return int(x)
+
+def check_positive_int(x, name: str, allow_none: bool = False) -> int | None:
+    "`x` as a positive `int` (or `None` when `allow_none`); a `ValueError` naming `name` otherwise."
+    if x is None and allow_none: return None
+    if not _is_int(x) or x < 1:
+        raise ValueError(f"{name}: expected a positive integer{' or None' if allow_none else ''}, got {x!r}")
+    return int(x)
+
+# %% ../nbs/00_core.ipynb #2f5e038b
+def check_number(x, name: str, low: float | None = None, high: float | None = None, low_open: bool = False) -> float:
+    "`x` as a finite `float` within [low, high] (`low_open`: low itself excluded); a `ValueError` naming `name`."
+    ok = isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_)) and np.isfinite(x)
+    if ok and low is not None: ok = x > low if low_open else x >= low
+    if ok and high is not None: ok = x <= high
+    if not ok:
+        lo = "" if low is None else f"{'>' if low_open else '≥'} {low}"
+        hi = "" if high is None else f"≤ {high}"
+        raise ValueError(f"{name}: expected a finite number{' ' + ' and '.join(b for b in (lo, hi) if b) if lo or hi else ''}, got {x!r}")
+    return float(x)
+
+def check_probability(x, name: str) -> float:
+    "`x` as a float in [0, 1]; a `ValueError` naming `name` otherwise."
+    return check_number(x, name, 0.0, 1.0)
 
 # %% ../nbs/00_core.ipynb #bdda58ff
 def atomic_write(path: str | Path, data: bytes | str):

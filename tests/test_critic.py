@@ -6,8 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from earmem.core import Memory, Query
+from earmem.toys import StubChatServer
 from earmem.critic import (CitationSimulator, Critic, LLMCritic, LLMScorer, OracleCritic, RelevanceSimulator, Scorer,
-                           StubChatServer, data_message, expected_micro_metrics, expected_slate_precision,
+                           data_message, expected_micro_metrics, expected_slate_precision,
                            false_positive_rate, parse_citations, parse_scores, roc_auc)
 
 probability = st.floats(0.0, 1.0, allow_nan=False)

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 import fastcore.test as fct
 from earmem.memory import (DAY, KINDS, HashingEncoder, Hit, MemoryRecord, MemoryStore, StoreConfig, iso, memory_cli,
-                           planted_stream, provenance_line, to_epoch)
+                           provenance_line, to_epoch)
+from earmem.toys import planted_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = to_epoch("2026-03-04")

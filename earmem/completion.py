@@ -4,23 +4,24 @@
 
 # %% ../nbs/07_completion.ipynb #528f3815
 from __future__ import annotations
-import json, math, re, time, zlib
+import io, json, math, re, time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
+from fastcore.basics import patch
 from sklearn.base import BaseEstimator
-from .core import Candidates, Memory, MemoryBank, Query, hit_at_k, ndcg_at_k, recall_at_k, atomic_write
+from .core import Candidates, Memory, MemoryBank, Query, atomic_write, check_int, check_probability
 from .critic import check_scores, roc_auc
+from .toys import LowRankTruth
 
 # %% auto #0
 __all__ = ['OBSERVED', 'RETRIEVED', 'NOT_RETRIEVED', 'UNAVAILABLE', 'PAPER_BUDGETS', 'PAPER_BLOCKS', 'POLICIES',
-           'ExperienceMatrix', 'CountingScorer', 'LowRankCompleter', 'synthetic_scores', 'synthetic_stream',
-           'online_predictions', 'memory_mean_baseline', 'svd_baseline', 'holdout_comparison', 'benchmark_completion',
-           'StageSchedule', 'split_anchors', 'rank_full', 'rank_observed', 'mixed_scores', 'rank_mixed',
-           'chronological_key', 'build_context', 'EARMStep', 'EARM', 'ToyBenchmark', 'run_earm', 'format_earm_table',
-           'plot_earm']
+           'ExperienceMatrix', 'CountingScorer', 'LowRankCompleter', 'synthetic_stream', 'online_predictions',
+           'memory_mean_baseline', 'svd_baseline', 'holdout_comparison', 'benchmark_completion', 'StageSchedule',
+           'split_anchors', 'rank_full', 'rank_observed', 'mixed_scores', 'rank_mixed', 'chronological_key',
+           'build_context', 'EARMStep', 'EARM']
 
 # %% ../nbs/07_completion.ipynb #066fbfb4
 OBSERVED, RETRIEVED, NOT_RETRIEVED, UNAVAILABLE = "observed", "retrieved", "not retrieved", "unavailable"
@@ -56,15 +57,6 @@ def _check_ids(ids, name: str = "ids", unique: bool = True) -> list:
         raise ValueError(f"{name}: ids must be distinct; {dup!r} appears more than once")
     return ids
 
-def _check_int(x, name: str, low: int | None = None, high: int | None = None) -> int:
-    "An integer (not bool) within [low, high]; the message names the argument."
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{name}: expected an integer, got {type(x).__name__}")
-    if (low is not None and x < low) or (high is not None and x > high):
-        rng = f"[{low}, {high}]" if high is not None else f"≥ {low}"
-        raise ValueError(f"{name}: expected an integer {rng}, got {x}")
-    return int(x)
-
 # %% ../nbs/07_completion.ipynb #80f2edbd
 class ExperienceMatrix:
     "The causal retrieval-experience matrix of §IV-B: persistent memory rows × query columns, stored sparsely."
@@ -91,175 +83,204 @@ class ExperienceMatrix:
     def nnz(self) -> int: return len(self._obs_val)
     def __repr__(self): return f"ExperienceMatrix({self.n_rows} memories × {self.n_cols} queries, {self.nnz} observed)"
 
-    def add_memories(self, ids: Sequence[str]) -> np.ndarray:
-        "Register memory rows (ids already present keep their row); new rows are born at the current column count."
-        ids = _check_ids(ids)
-        rows, born = np.empty(len(ids), np.int64), 0
-        for j, m in enumerate(ids):
-            r = self.row_index.get(m)
-            if r is None:
-                r = self.row_index[m] = len(self.memory_ids)
-                self.memory_ids.append(m); born += 1
-            rows[j] = r
-        self._born.extend(np.full(born, self.n_cols))
-        return rows
+# %% ../nbs/07_completion.ipynb #cf8a0d32
+@patch
+def add_memories(self: ExperienceMatrix, ids: Sequence[str]) -> np.ndarray:
+    "Register memory rows (ids already present keep their row); new rows are born at the current column count."
+    ids = _check_ids(ids)
+    rows, born = np.empty(len(ids), np.int64), 0
+    for j, m in enumerate(ids):
+        r = self.row_index.get(m)
+        if r is None:
+            r = self.row_index[m] = len(self.memory_ids)
+            self.memory_ids.append(m); born += 1
+        rows[j] = r
+    self._born.extend(np.full(born, self.n_cols))
+    return rows
 
-    def rows(self, ids: Sequence[str]) -> np.ndarray:
-        "Row indices of known memory ids; an unknown id is an error."
-        ids = _check_ids(ids, unique=False)
-        try: return np.fromiter((self.row_index[m] for m in ids), np.int64, len(ids))
-        except KeyError as e:
-            raise ValueError(f"ids: unknown memory id {e.args[0]!r} (not a row of this experience matrix)") from None
+@patch
+def rows(self: ExperienceMatrix, ids: Sequence[str]) -> np.ndarray:
+    "Row indices of known memory ids; an unknown id is an error."
+    ids = _check_ids(ids, unique=False)
+    try: return np.fromiter((self.row_index[m] for m in ids), np.int64, len(ids))
+    except KeyError as e:
+        raise ValueError(f"ids: unknown memory id {e.args[0]!r} (not a row of this experience matrix)") from None
 
-    def add_query(self, query_id: str, retrieved: Sequence[str], similarity=None) -> int:
-        "Open the column of a new query with its retrieved candidate ids (and their retriever similarities); return its index."
-        if not isinstance(query_id, str): raise TypeError(f"query_id: expected a string, got {type(query_id).__name__}")
-        if query_id in self._query_index:
-            raise ValueError(f"query_id: query {query_id!r} already has column {self._query_index[query_id]}; "
-                             "every query is one column")
-        _check_ids(retrieved, "retrieved")
-        if similarity is None: sims = np.full(len(retrieved), np.nan)
-        else:
-            sims = np.asarray(similarity, dtype=float)
-            if sims.shape != (len(retrieved),):
-                raise ValueError(f"similarity: expected one value per retrieved memory ({len(retrieved)}), got shape {sims.shape}")
-            if not np.isfinite(sims).all(): raise ValueError("similarity: contains NaN or infinite values")
-        rows = self.add_memories(retrieved)
-        col = self.n_cols
-        self.query_ids.append(query_id); self._query_index[query_id] = col
-        self._ret_start.extend([len(self._ret)]); self._ret.extend(rows); self._ret_sim.extend(sims)
-        self._obs_start.extend([len(self._obs_val)])
-        self._open_retrieved, self._open_observed = {r: i for i, r in enumerate(rows.tolist())}, set()
-        return col
+def _check_similarity(similarity, n: int) -> np.ndarray:
+    "Retriever similarities of `n` candidates (NaN when not given)."
+    if similarity is None: return np.full(n, np.nan)
+    sims = np.asarray(similarity, dtype=float)
+    if sims.shape != (n,): raise ValueError(f"similarity: expected one value per retrieved memory ({n}), got shape {sims.shape}")
+    if not np.isfinite(sims).all(): raise ValueError("similarity: contains NaN or infinite values")
+    return sims
 
-    def observe(self, col: int, ids: Sequence[str], scores) -> np.ndarray:
-        "Store direct relevance scores of candidates of the newest column `col`; earlier columns are frozen."
-        col = _check_int(col, "col", 0)
-        if col != self.n_cols - 1:
-            raise ValueError(f"col: only the newest column ({self.n_cols - 1}) accepts observations, got {col}; "
-                             "earlier columns are frozen so that the matrix stays causal")
-        ids = _check_ids(ids)
-        rows = self.rows(ids)
-        scores = check_scores(scores, len(rows))
-        for m, r in zip(ids, rows.tolist()):
-            if r not in self._open_retrieved:
-                raise ValueError(f"ids: memory {m!r} was not retrieved for query {self.query_ids[col]!r}; "
-                                 "only its candidates can be scored")
-            if r in self._open_observed:
-                raise ValueError(f"ids: memory {m!r} is already scored for query {self.query_ids[col]!r}")
-        self._open_observed.update(rows.tolist())
-        start = int(self._ret_start.values[col])
-        pos = np.fromiter((self._open_retrieved[r] for r in rows.tolist()), np.int64, len(rows))
-        self._obs_row.extend(rows); self._obs_col.extend(np.full(len(rows), col)); self._obs_val.extend(scores)
-        self._obs_sim.extend(self._ret_sim.values[start + pos])
-        return rows
+@patch
+def add_query(self: ExperienceMatrix, query_id: str, retrieved: Sequence[str], similarity=None) -> int:
+    "Open the column of a new query with its retrieved candidate ids (and their retriever similarities); return its index."
+    if not isinstance(query_id, str): raise TypeError(f"query_id: expected a string, got {type(query_id).__name__}")
+    if query_id in self._query_index:
+        raise ValueError(f"query_id: query {query_id!r} already has column {self._query_index[query_id]}; "
+                         "every query is one column")
+    sims = _check_similarity(similarity, len(_check_ids(retrieved, "retrieved")))
+    rows = self.add_memories(retrieved)
+    col = self.n_cols
+    self.query_ids.append(query_id); self._query_index[query_id] = col
+    self._ret_start.extend([len(self._ret)]); self._ret.extend(rows); self._ret_sim.extend(sims)
+    self._obs_start.extend([len(self._obs_val)])
+    self._open_retrieved, self._open_observed = {r: i for i, r in enumerate(rows.tolist())}, set()
+    return col
 
-    # ---- readers -------------------------------------------------------------------------------------------------
-    def _col(self, col) -> int:
-        if not self.n_cols: raise ValueError("col: the matrix has no columns yet; add a query first")
-        return _check_int(col, "col", 0, self.n_cols - 1)
+# %% ../nbs/07_completion.ipynb #b34b7961
+@patch
+def _check_observable(self: ExperienceMatrix, col: int, ids: list, rows: np.ndarray):
+    "Every id must be an unscored candidate of the open column `col`."
+    for m, r in zip(ids, rows.tolist()):
+        if r not in self._open_retrieved:
+            raise ValueError(f"ids: memory {m!r} was not retrieved for query {self.query_ids[col]!r}; "
+                             "only its candidates can be scored")
+        if r in self._open_observed:
+            raise ValueError(f"ids: memory {m!r} is already scored for query {self.query_ids[col]!r}")
 
-    def _span(self, starts: _Buffer, total: int, col: int) -> tuple:
-        a = int(starts.values[col])
-        return a, int(starts.values[col + 1]) if col + 1 < self.n_cols else total
+@patch
+def observe(self: ExperienceMatrix, col: int, ids: Sequence[str], scores) -> np.ndarray:
+    "Store direct relevance scores of candidates of the newest column `col`; earlier columns are frozen."
+    col = check_int(col, "col", 0)
+    if col != self.n_cols - 1:
+        raise ValueError(f"col: only the newest column ({self.n_cols - 1}) accepts observations, got {col}; "
+                         "earlier columns are frozen so that the matrix stays causal")
+    ids = _check_ids(ids)
+    rows = self.rows(ids)
+    scores = check_scores(scores, len(rows))
+    self._check_observable(col, ids, rows)
+    self._open_observed.update(rows.tolist())
+    start = int(self._ret_start.values[col])
+    pos = np.fromiter((self._open_retrieved[r] for r in rows.tolist()), np.int64, len(rows))
+    self._obs_row.extend(rows); self._obs_col.extend(np.full(len(rows), col)); self._obs_val.extend(scores)
+    self._obs_sim.extend(self._ret_sim.values[start + pos])
+    return rows
 
-    def retrieved(self, col: int) -> np.ndarray:
-        "Rows retrieved for column `col`, in retriever order."
-        a, b = self._span(self._ret_start, len(self._ret), self._col(col))
-        return self._ret.values[a:b].astype(np.int64)
+# %% ../nbs/07_completion.ipynb #7b89fe5f
+@patch
+def _col(self: ExperienceMatrix, col) -> int:
+    if not self.n_cols: raise ValueError("col: the matrix has no columns yet; add a query first")
+    return check_int(col, "col", 0, self.n_cols - 1)
 
-    def retrieved_ids(self, col: int) -> list:
-        "Memory ids retrieved for column `col`, in retriever order."
-        return [self.memory_ids[r] for r in self.retrieved(col)]
+@patch
+def _span(self: ExperienceMatrix, starts: _Buffer, total: int, col: int) -> tuple:
+    a = int(starts.values[col])
+    return a, int(starts.values[col + 1]) if col + 1 < self.n_cols else total
 
-    def similarity(self, col: int, rows=None) -> np.ndarray:
-        "Retriever similarity of column `col`'s candidates (retriever order), or of `rows` (NaN where not retrieved)."
-        a, b = self._span(self._ret_start, len(self._ret), self._col(col))
-        sims = self._ret_sim.values[a:b].copy()
-        if rows is None: return sims
-        pos = {int(r): i for i, r in enumerate(self._ret.values[a:b])}
-        return np.array([sims[pos[r]] if r in pos else np.nan for r in np.asarray(rows).tolist()], dtype=float)
+@patch
+def retrieved(self: ExperienceMatrix, col: int) -> np.ndarray:
+    "Rows retrieved for column `col`, in retriever order."
+    a, b = self._span(self._ret_start, len(self._ret), self._col(col))
+    return self._ret.values[a:b].astype(np.int64)
 
-    def observations(self, col: int, similarity: bool = False) -> tuple:
-        "(rows, scores) observed in column `col`, in the order they were scored; with `similarity`, also their similarities."
-        a, b = self._span(self._obs_start, len(self._obs_val), self._col(col))
-        out = (self._obs_row.values[a:b].astype(np.int64), self._obs_val.values[a:b].copy())
-        return out + (self._obs_sim.values[a:b].copy(),) if similarity else out
+@patch
+def retrieved_ids(self: ExperienceMatrix, col: int) -> list:
+    "Memory ids retrieved for column `col`, in retriever order."
+    return [self.memory_ids[r] for r in self.retrieved(col)]
 
-    def _upto(self, upto) -> int:
-        return self.n_cols if upto is None else _check_int(upto, "upto", 0, self.n_cols)
+@patch
+def similarity(self: ExperienceMatrix, col: int, rows=None) -> np.ndarray:
+    "Retriever similarity of column `col`'s candidates (retriever order), or of `rows` (NaN where not retrieved)."
+    a, b = self._span(self._ret_start, len(self._ret), self._col(col))
+    sims = self._ret_sim.values[a:b].copy()
+    if rows is None: return sims
+    pos = {int(r): i for i, r in enumerate(self._ret.values[a:b])}
+    return np.array([sims[pos[r]] if r in pos else np.nan for r in np.asarray(rows).tolist()], dtype=float)
 
-    def observed(self, upto: int | None = None, similarity: bool = False) -> tuple:
-        "All observations of columns `< upto` (default: all) as COO arrays (rows, cols, scores[, similarities]), column-major."
-        upto = self._upto(upto)
-        end = int(self._obs_start.values[upto]) if upto < self.n_cols else len(self._obs_val)
-        out = (self._obs_row.values[:end].astype(np.int64), self._obs_col.values[:end].astype(np.int64),
-               self._obs_val.values[:end].copy())
-        return out + (self._obs_sim.values[:end].copy(),) if similarity else out
+@patch
+def observations(self: ExperienceMatrix, col: int, similarity: bool = False) -> tuple:
+    "(rows, scores) observed in column `col`, in the order they were scored; with `similarity`, also their similarities."
+    a, b = self._span(self._obs_start, len(self._obs_val), self._col(col))
+    out = (self._obs_row.values[a:b].astype(np.int64), self._obs_val.values[a:b].copy())
+    return out + (self._obs_sim.values[a:b].copy(),) if similarity else out
 
-    def history_counts(self, upto: int | None = None) -> np.ndarray:
-        "Per row: how many of its cells in columns `< upto` are observed."
-        return np.bincount(self.observed(upto)[0], minlength=self.n_rows)
+@patch
+def _upto(self: ExperienceMatrix, upto) -> int:
+    return self.n_cols if upto is None else check_int(upto, "upto", 0, self.n_cols)
 
-    def born(self, memory_id: str) -> int:
-        "The column count at which the memory's row was registered (earlier cells are unavailable)."
-        return int(self._born.values[self.rows([memory_id])[0]])
+@patch
+def observed(self: ExperienceMatrix, upto: int | None = None, similarity: bool = False) -> tuple:
+    "All observations of columns `< upto` (default: all) as COO arrays (rows, cols, scores[, similarities]), column-major."
+    upto = self._upto(upto)
+    end = int(self._obs_start.values[upto]) if upto < self.n_cols else len(self._obs_val)
+    out = (self._obs_row.values[:end].astype(np.int64), self._obs_col.values[:end].astype(np.int64),
+           self._obs_val.values[:end].copy())
+    return out + (self._obs_sim.values[:end].copy(),) if similarity else out
 
-    def state(self, memory_id: str, col: int) -> str:
-        "State of one cell: 'observed', 'retrieved' (unscored candidate), 'not retrieved' or 'unavailable'."
-        r, col = int(self.rows([memory_id])[0]), self._col(col)
-        if col < self._born.values[r]: return UNAVAILABLE
-        if r in self.observations(col)[0]: return OBSERVED
-        return RETRIEVED if r in self.retrieved(col) else NOT_RETRIEVED
+# %% ../nbs/07_completion.ipynb #e5d2be8d
+@patch
+def history_counts(self: ExperienceMatrix, upto: int | None = None) -> np.ndarray:
+    "Per row: how many of its cells in columns `< upto` are observed."
+    return np.bincount(self.observed(upto)[0], minlength=self.n_rows)
 
-    def to_sparse(self, upto: int | None = None, kind: str = "scores") -> sp.csr_matrix:
-        "A scipy CSR matrix (rows × columns `< upto`): 'scores' (explicit zeros kept), 'observed' or 'retrieved' masks."
-        upto = self._upto(upto)
-        if kind in ("scores", "observed"):
-            r, c, v = self.observed(upto)
-            data = v if kind == "scores" else np.ones(len(r), bool)
-        elif kind == "retrieved":
-            end = int(self._ret_start.values[upto]) if upto < self.n_cols else len(self._ret)
-            counts = np.diff(np.append(self._ret_start.values[:upto], end))
-            r, c = self._ret.values[:end], np.repeat(np.arange(upto), counts)
-            data = np.ones(len(r), bool)
-        else: raise ValueError(f"kind: expected 'scores', 'observed' or 'retrieved', got {kind!r}")
-        return sp.csr_matrix((data, (r, c)), shape=(self.n_rows, upto))
+@patch
+def born(self: ExperienceMatrix, memory_id: str) -> int:
+    "The column count at which the memory's row was registered (earlier cells are unavailable)."
+    return int(self._born.values[self.rows([memory_id])[0]])
 
-    # ---- persistence ---------------------------------------------------------------------------------------------
-    def save(self, path: str | Path) -> Path:
-        "Write the matrix to one `.npz` file atomically (numeric arrays + JSON ids; no pickle)."
-        import io
-        meta = json.dumps({"format": "earmem.ExperienceMatrix/1", "memory_ids": self.memory_ids,
-                           "query_ids": self.query_ids}).encode("utf-8")
-        arrays = dict(meta=np.frombuffer(meta, np.uint8), born=self._born.values, ret_start=self._ret_start.values,
-                      ret=self._ret.values, obs_start=self._obs_start.values, obs_row=self._obs_row.values,
-                      obs_col=self._obs_col.values, obs_val=self._obs_val.values, ret_sim=self._ret_sim.values,
-                      obs_sim=self._obs_sim.values)
-        buf = io.BytesIO(); np.savez(buf, **arrays)
-        atomic_write(path, buf.getvalue())
-        return Path(path)
+@patch
+def state(self: ExperienceMatrix, memory_id: str, col: int) -> str:
+    "State of one cell: 'observed', 'retrieved' (unscored candidate), 'not retrieved' or 'unavailable'."
+    r, col = int(self.rows([memory_id])[0]), self._col(col)
+    if col < self._born.values[r]: return UNAVAILABLE
+    if r in self.observations(col)[0]: return OBSERVED
+    return RETRIEVED if r in self.retrieved(col) else NOT_RETRIEVED
 
-    @classmethod
-    def load(cls, path: str | Path) -> "ExperienceMatrix":
-        "Read a matrix written by `save`."
-        try:
-            with np.load(path, allow_pickle=False) as z: a = {k: z[k] for k in z.files}
-            meta = json.loads(a.pop("meta").tobytes().decode("utf-8"))
-        except (OSError, ValueError, KeyError) as e:
-            raise ValueError(f"path: {path} is not a saved ExperienceMatrix ({e})") from None
-        if meta.get("format") != "earmem.ExperienceMatrix/1":
-            raise ValueError(f"path: {path} is not a saved ExperienceMatrix (format {meta.get('format')!r})")
-        m = cls()
-        m.memory_ids, m.query_ids = list(meta["memory_ids"]), list(meta["query_ids"])
-        m.row_index = {k: i for i, k in enumerate(m.memory_ids)}
-        m._query_index = {k: i for i, k in enumerate(m.query_ids)}
-        for name in ("born", "ret_start", "ret", "ret_sim", "obs_start", "obs_row", "obs_col", "obs_val", "obs_sim"):
-            getattr(m, f"_{name}").extend(a[name])
-        if m.n_cols:
-            m._open_retrieved = {r: i for i, r in enumerate(m.retrieved(m.n_cols - 1).tolist())}
-            m._open_observed = set(m.observations(m.n_cols - 1)[0].tolist())
-        return m
+@patch
+def to_sparse(self: ExperienceMatrix, upto: int | None = None, kind: str = "scores") -> sp.csr_matrix:
+    "A scipy CSR matrix (rows × columns `< upto`): 'scores' (explicit zeros kept), 'observed' or 'retrieved' masks."
+    upto = self._upto(upto)
+    if kind in ("scores", "observed"):
+        r, c, v = self.observed(upto)
+        data = v if kind == "scores" else np.ones(len(r), bool)
+    elif kind == "retrieved":
+        end = int(self._ret_start.values[upto]) if upto < self.n_cols else len(self._ret)
+        counts = np.diff(np.append(self._ret_start.values[:upto], end))
+        r, c = self._ret.values[:end], np.repeat(np.arange(upto), counts)
+        data = np.ones(len(r), bool)
+    else: raise ValueError(f"kind: expected 'scores', 'observed' or 'retrieved', got {kind!r}")
+    return sp.csr_matrix((data, (r, c)), shape=(self.n_rows, upto))
+
+# %% ../nbs/07_completion.ipynb #cc83eed0
+_MATRIX_ARRAYS = ("born", "ret_start", "ret", "ret_sim", "obs_start", "obs_row", "obs_col", "obs_val", "obs_sim")
+
+@patch
+def save(self: ExperienceMatrix, path: str | Path) -> Path:
+    "Write the matrix to one `.npz` file atomically (numeric arrays + JSON ids; no pickle)."
+    meta = json.dumps({"format": "earmem.ExperienceMatrix/1", "memory_ids": self.memory_ids,
+                       "query_ids": self.query_ids}).encode("utf-8")
+    arrays = {"meta": np.frombuffer(meta, np.uint8), **{k: getattr(self, f"_{k}").values for k in _MATRIX_ARRAYS}}
+    buf = io.BytesIO(); np.savez(buf, **arrays)
+    atomic_write(path, buf.getvalue())
+    return Path(path)
+
+def _read_matrix_file(path) -> tuple:
+    "(metadata, arrays) of a saved matrix; a ValueError naming `path` when it is not one."
+    try:
+        with np.load(path, allow_pickle=False) as z: a = {k: z[k] for k in z.files}
+        meta = json.loads(a.pop("meta").tobytes().decode("utf-8"))
+    except (OSError, ValueError, KeyError) as e:
+        raise ValueError(f"path: {path} is not a saved ExperienceMatrix ({e})") from None
+    if meta.get("format") != "earmem.ExperienceMatrix/1":
+        raise ValueError(f"path: {path} is not a saved ExperienceMatrix (format {meta.get('format')!r})")
+    return meta, a
+
+@patch(cls_method=True)
+def load(cls: ExperienceMatrix, path: str | Path) -> ExperienceMatrix:
+    "Read a matrix written by `save`."
+    meta, a = _read_matrix_file(path)
+    m = cls()
+    m.memory_ids, m.query_ids = list(meta["memory_ids"]), list(meta["query_ids"])
+    m.row_index = {k: i for i, k in enumerate(m.memory_ids)}
+    m._query_index = {k: i for i, k in enumerate(m.query_ids)}
+    for name in _MATRIX_ARRAYS: getattr(m, f"_{name}").extend(a[name])
+    if m.n_cols:
+        m._open_retrieved = {r: i for i, r in enumerate(m.retrieved(m.n_cols - 1).tolist())}
+        m._open_observed = set(m.observations(m.n_cols - 1)[0].tolist())
+    return m
 
 # %% ../nbs/07_completion.ipynb #4b24ef8f
 class CountingScorer:
@@ -312,7 +333,7 @@ class LowRankCompleter(BaseEstimator):
         self._reset()
 
     def _check_params(self):
-        _check_int(self.rank, "rank", 1)
+        check_int(self.rank, "rank", 1)
         for name in ("reg", "init_scale"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not np.isfinite(v) or v <= 0:
@@ -321,12 +342,10 @@ class LowRankCompleter(BaseEstimator):
             raise ValueError(f"reg_scale: expected 'none' (plain λ) or 'count' (λ·n, ALS-WR), got {self.reg_scale!r}")
         if not isinstance(self.similarity, (bool, np.bool_)):
             raise TypeError(f"similarity: expected True or False, got {type(self.similarity).__name__}")
-        _check_int(self.n_sweeps, "n_sweeps", 1); _check_int(self.refit_every, "refit_every", 0)
-        f = self.refit_fraction
-        if isinstance(f, bool) or not isinstance(f, (int, float, np.floating)) or not 0 <= f <= 1:
-            raise ValueError(f"refit_fraction: expected a number in [0, 1], got {f!r}")
-        _check_int(self.refit_iter, "refit_iter", 1); _check_int(self.n_iter, "n_iter", 1)
-        _check_int(self.random_state, "random_state", 0)
+        check_int(self.n_sweeps, "n_sweeps", 1); check_int(self.refit_every, "refit_every", 0)
+        check_probability(self.refit_fraction, "refit_fraction")
+        check_int(self.refit_iter, "refit_iter", 1); check_int(self.n_iter, "n_iter", 1)
+        check_int(self.random_state, "random_state", 0)
 
     def _reset(self):
         k = self.rank + 1
@@ -338,251 +357,274 @@ class LowRankCompleter(BaseEstimator):
         self._Q = np.zeros((0, self._nc + self.rank))  # per column θ_τ = [β_τ, (γ_τ), z_τ]
         self._shape = (self.rank, bool(self.similarity))
 
-    # ---- public views of the learned parameters ------------------------------------------------------------------
-    @property
-    def alpha_(self) -> np.ndarray: return self._alpha[:self.n_rows_]
-    @property
-    def P_(self) -> np.ndarray: return self._P[:self.n_rows_]
-    @property
-    def row_n_(self) -> np.ndarray: return self._row_n[:self.n_rows_]
-    @property
-    def beta_(self) -> np.ndarray: return self._Q[:self.n_columns_seen_, 0]
-    @property
-    def gamma_(self) -> np.ndarray | None: return self._Q[:self.n_columns_seen_, 1] if self._nc == 2 else None
-    @property
-    def Z_(self) -> np.ndarray: return self._Q[:self.n_columns_seen_, self._nc:]
-    @property
-    def noise_var_(self) -> float:
-        "σ², the residual variance of absorbed scores (shrunk towards a prior of 0.05)."
-        return (self._sq + _NOISE_PRIOR * _NOISE_PRIOR_WEIGHT) / (self.n_obs_ + _NOISE_PRIOR_WEIGHT)
-
-    # ---- storage ---------------------------------------------------------------------------------------------------
-    def _row_init(self, a: int, b: int) -> np.ndarray:
-        "Initial factors of rows a..b-1 from a counter-based stream: row i always gets the same start."
-        out, chunk = np.empty((b - a, self.rank)), 1024
-        for c in range(a // chunk, (b - 1) // chunk + 1):
-            block = np.random.default_rng([self.random_state, c]).normal(0, self.init_scale, (chunk, self.rank))
-            lo, hi = max(a, c * chunk), min(b, (c + 1) * chunk)
-            out[lo - a:hi - a] = block[lo - c * chunk:hi - c * chunk]
-        return out
-
-    def _sync_rows(self, n: int):
-        if (self.rank, bool(self.similarity)) != self._shape:
-            raise ValueError("rank: rank or similarity changed after fitting; call fit again")
-        if n <= self.n_rows_: return
-        if n > len(self._alpha):
-            cap = max(n, 2 * len(self._alpha), 64)
-            def grow(a): g = np.zeros((cap,) + a.shape[1:], a.dtype); g[:len(a)] = a; return g
-            self._alpha, self._P, self._row_n = grow(self._alpha), grow(self._P), grow(self._row_n)
-            self._G, self._Sxr, self._Sx, self._Sxb = grow(self._G), grow(self._Sxr), grow(self._Sx), grow(self._Sxb)
-        self._P[self.n_rows_:n] = self._row_init(self.n_rows_, n)
-        self.n_rows_ = n
-
-    def _grow_cols(self, n: int):
-        if n > len(self._Q):
-            Q = np.zeros((max(n, 2 * len(self._Q), 64), self._Q.shape[1])); Q[:len(self._Q)] = self._Q
-            self._Q = Q
-
-    def _sims(self, sims, what: str) -> np.ndarray | None:
-        "The similarities the model needs (None when it does not use them); NaN means the caller never gave them."
-        if self._nc == 1: return None
-        if sims is None or np.isnan(sims).any():
-            raise ValueError(f"similarity: this completer uses retriever similarities but {what} has none; "
-                             "pass similarity= to ExperienceMatrix.add_query (or to predict)")
-        return sims
-
-    # ---- the two ridge solves -------------------------------------------------------------------------------------
-    def _ridge(self, counts) -> np.ndarray:
-        "λ for systems fitted to `counts` observations: λ·max(n, 1) with reg_scale='count', else λ."
-        counts = np.asarray(counts, dtype=float)
-        return self.reg * np.maximum(counts, 1.0) if self.reg_scale == "count" else np.full(counts.shape, float(self.reg))
-
-    def _features(self, P, sims) -> np.ndarray:
-        "Query-side design rows y_i = [1, (s_i), p_i]."
-        Y = np.empty((len(P), self._nc + self.rank)); Y[:, 0] = 1.0
-        if self._nc == 2: Y[:, 1] = sims
-        Y[:, self._nc:] = P
-        return Y
-
-    def _solve_query(self, rows, vals, sims, masked: bool) -> tuple:
-        "Closed-form θ = [β, (γ), z] of one column from its observed rows; also the normal matrix (for the variance)."
-        a, P = self._alpha[rows], self._P[rows]
-        if masked:  # memories without history sit at their prior α = 0, p = 0
-            known = self._row_n[rows] > 0
-            a, P = np.where(known, a, 0.0), P * known[:, None]
-        Y = self._features(P, sims)
-        A = Y.T @ Y + self._ridge(len(rows)) * np.eye(Y.shape[1])
-        return np.linalg.solve(A, Y.T @ (vals - self.mu_ - a)), A
-
-    def _offsets(self, theta, sims) -> np.ndarray | float:
-        "The column's additive part β + γ·s for each of its cells."
-        return theta[0] + theta[1] * sims if self._nc == 2 else theta[0]
-
-    def _add_column(self, rows, vals, theta, sims, sign: float):
-        "Add (sign=+1) or remove (-1) one column's contribution to the sufficient statistics of its rows."
-        x = np.concatenate([[1.0], theta[self._nc:]])
-        o = np.broadcast_to(self._offsets(theta, sims), (len(rows),))
-        self._G[rows] += sign * np.outer(x, x)
-        self._Sxr[rows] += sign * vals[:, None] * x
-        self._Sx[rows] += sign * x
-        self._Sxb[rows] += sign * o[:, None] * x
-
-    def _solve_rows(self, rows):
-        "Re-solve (α_i, p_i) of `rows` from their sufficient statistics (one batched solve)."
-        A = self._G[rows] + self._ridge(self._G[rows, 0, 0])[:, None, None] * np.eye(self.rank + 1)
-        b = self._Sxr[rows] - self.mu_ * self._Sx[rows] - self._Sxb[rows]
-        sol = np.linalg.solve(A, b[..., None])[..., 0]
-        self._alpha[rows], self._P[rows] = sol[:, 0], sol[:, 1:]
-
-    def _sweeps(self, X: ExperienceMatrix, n_iter: int):
-        "Full warm-started ALS sweeps over every absorbed column, then every row; recomputes the statistics exactly."
-        rows, cols, vals, sims = X.observed(self.n_columns_seen_, similarity=True)
-        if not len(vals): return
-        sims = self._sims(sims, "an absorbed column")
-        k, q, C, R, nc = self.rank + 1, self._nc + self.rank, self.n_columns_seen_, self.n_rows_, self._nc
-        # the observation pattern as sparse matrices (rows × columns): mask, scores and similarities, and transposes.
-        # Every normal equation is then a sparse × dense product with at most q² dense columns — no nnz × q² array.
-        def pattern(data): return sp.csr_matrix((data, (rows, cols)), shape=(R, C))
-        W, Rv = pattern(np.ones(len(vals))), pattern(vals)
-        Wt, Rvt = W.T.tocsr(), Rv.T.tocsr()
-        if nc == 2:
-            Sv = pattern(sims); Svt = Sv.T.tocsr()
-            SSt, SRt = pattern(sims * sims).T.tocsr(), pattern(sims * vals).T.tocsr()
-        iu = np.triu_indices(k)
-        outer = lambda M: M[:, iu[0]] * M[:, iu[1]]  # the upper triangle of every outer product (symmetric)
-        def unpack(T, n):
-            out = np.empty((n, k, k)); out[:, iu[0], iu[1]] = T; out[:, iu[1], iu[0]] = T
-            return out
-        for _ in range(n_iter):
-            # columns given rows: design y = [1, (s), p], target r − μ − α
-            Yr = np.empty((R, k)); Yr[:, 0] = 1.0; Yr[:, 1:] = self._P[:R]  # the row part [1, p]
-            off = self.mu_ + self._alpha[:R]
-            Ark = unpack(Wt @ outer(Yr), C)
-            brk = Rvt @ Yr - Wt @ (Yr * off[:, None])
-            if nc == 1: A, b = Ark, brk
-            else:  # insert the similarity as the second design column
-                idx = np.r_[0, 2:q]
-                A = np.zeros((C, q, q)); A[np.ix_(np.arange(C), idx, idx)] = Ark
-                sy = Svt @ Yr  # Σ s·[1, p]
-                A[:, 1, idx] = sy; A[:, idx, 1] = sy; A[:, 1, 1] = np.asarray(SSt.sum(axis=1)).ravel()
-                b = np.zeros((C, q)); b[:, idx] = brk
-                b[:, 1] = np.asarray(SRt.sum(axis=1)).ravel() - Svt @ off
-            self._Q[:C] = np.linalg.solve(A + self._ridge(A[:, 0, 0])[:, None, None] * np.eye(q), b[..., None])[..., 0]
-            # rows given columns: features x = [1, z], offsets β (+ γ·s)
-            Xc = np.empty((C, k)); Xc[:, 0] = 1.0; Xc[:, 1:] = self._Q[:C, nc:]
-            self._G[:R] = unpack(W @ outer(Xc), R)
-            self._Sx[:R], self._Sxr[:R] = W @ Xc, Rv @ Xc
-            self._Sxb[:R] = W @ (Xc * self._Q[:C, :1]) + (Sv @ (Xc * self._Q[:C, 1:2]) if nc == 2 else 0.0)
-            self._solve_rows(np.flatnonzero(self._row_n[:R] > 0))
-        o = self._Q[cols, 0] + (self._Q[cols, 1] * sims if nc == 2 else 0.0)
-        e = vals - (self.mu_ + self._alpha[rows] + o + np.einsum("ij,ij->i", self._P[rows], self._Q[cols, nc:]))
-        self._sq = float(e @ e)
-
-    # ---- scikit-learn style API ------------------------------------------------------------------------------------
-    def fit(self, X: ExperienceMatrix, y=None, upto: int | None = None) -> "LowRankCompleter":
-        "Fit from scratch on the observed cells of columns `< upto` (default: all) by `n_iter` ALS sweeps."
-        X = _check_matrix_arg(X); self._check_params(); self._reset()
-        upto = X._upto(upto)
-        self._sync_rows(X.n_rows); self._grow_cols(upto)
-        rows, _, vals = X.observed(upto)
-        self.mu_, self.n_obs_ = (float(vals.mean()) if len(vals) else 0.0), len(vals)
-        self._row_n[:self.n_rows_] = np.bincount(rows, minlength=self.n_rows_)
-        self.n_columns_seen_ = self._last_sweep = upto
-        self._sweeps(X, self.n_iter)
-        return self
-
-    def partial_fit(self, X: ExperienceMatrix, col: int | None = None) -> "LowRankCompleter":
-        "Absorb the next column (its anchors) by a warm-started online ALS update; columns go strictly in order."
-        X = _check_matrix_arg(X); self._check_params()
-        if (self.rank, bool(self.similarity)) != self._shape and self.n_columns_seen_ == 0: self._reset()
-        if col is None: col = self.n_columns_seen_
-        col = _check_int(col, "col", 0)
-        if col != self.n_columns_seen_:
-            raise ValueError(f"col: columns are absorbed in order; expected column {self.n_columns_seen_}, got {col}")
-        if col >= X.n_cols: raise ValueError(f"col: the matrix has only {X.n_cols} columns; add the query first")
-        rows, vals, sims = X.observations(col, similarity=True)
-        sims = self._sims(sims, f"column {col}") if len(rows) else None
-        self._sync_rows(X.n_rows); self._grow_cols(col + 1)
-        if len(rows):
-            self.mu_ += (vals.sum() - len(vals) * self.mu_) / (self.n_obs_ + len(vals))
-            self.n_obs_ += len(vals)
-            theta, _ = self._solve_query(rows, vals, sims, masked=False)
-            self._add_column(rows, vals, theta, sims, +1)
-            for _ in range(self.n_sweeps):
-                self._solve_rows(rows)
-                new, _ = self._solve_query(rows, vals, sims, masked=False)
-                self._add_column(rows, vals, theta, sims, -1); self._add_column(rows, vals, new, sims, +1)
-                theta = new
-            self._solve_rows(rows)
-            self._Q[col] = theta
-            self._row_n[rows] += 1
-            e = vals - (self.mu_ + self._alpha[rows] + self._offsets(theta, sims) + self._P[rows] @ theta[self._nc:])
-            self._sq += float(e @ e)
-        self.n_columns_seen_ = col + 1
-        gap = max(self.refit_every, self.refit_fraction * self.n_columns_seen_)
-        if self.refit_every and self.n_columns_seen_ - self._last_sweep >= gap:  # depends on the column count only
-            self._sweeps(X, self.refit_iter); self._last_sweep = self.n_columns_seen_
-        return self
-
-    def predict(self, X: ExperienceMatrix, col: int, ids: Sequence[str] | None = None, return_std: bool = False,
-                similarity=None):
-        "Complete column `col` from the model (columns before it) and its own anchors; default rows: its candidates."
-        X = _check_matrix_arg(X)
-        col = X._col(col)
-        if col < self.n_columns_seen_:
-            raise ValueError(f"col: column {col} is already absorbed (the model has seen columns 0..{self.n_columns_seen_ - 1}); "
-                             "predicting it now would use its own scores as history — predict before partial_fit")
-        rows = X.retrieved(col) if ids is None else X.rows(ids)
-        return self._predict_rows(X, col, rows, return_std, similarity)
-
-    def _predict_rows(self, X: ExperienceMatrix, col: int, rows: np.ndarray, return_std: bool = False, similarity=None):
-        self._sync_rows(X.n_rows)
-        arows, avals, asims = X.observations(col, similarity=True)
-        asims = self._sims(asims, f"column {col}") if len(arows) else np.zeros(0)
-        sims = None
-        if self._nc == 2:
-            sims = X.similarity(col, rows) if similarity is None else np.asarray(similarity, dtype=float)
-            if sims.shape != (len(rows),): raise ValueError(f"similarity: expected {len(rows)} values, got shape {sims.shape}")
-            sims = self._sims(sims, "a requested memory (not a candidate of this column)")
-        theta, A = self._solve_query(arows, avals, asims, masked=True)
-        known = self._row_n[rows] > 0
-        Y = self._features(self._P[rows] * known[:, None], sims)
-        pred = self.mu_ + np.where(known, self._alpha[rows], 0.0) + Y @ theta
-        if self.clip: pred = np.clip(pred, 0.0, 1.0)
-        if not return_std: return pred
-        k = self.rank + 1
-        var_query = np.einsum("ij,ij->i", Y @ np.linalg.inv(A), Y)
-        x = np.concatenate([[1.0], theta[self._nc:]])
-        G = self._G[rows] * known[:, None, None]
-        Ai = G + self._ridge(G[:, 0, 0])[:, None, None] * np.eye(k)
-        var_memory = np.linalg.solve(Ai, np.broadcast_to(x, (len(rows), k))[..., None])[..., 0] @ x
-        return pred, np.sqrt(self.noise_var_ * (var_query + var_memory))
-
     def __sklearn_is_fitted__(self): return self.n_columns_seen_ > 0
 
+# %% ../nbs/07_completion.ipynb #cdf0c24d
+@patch(as_prop=True)
+def alpha_(self: LowRankCompleter) -> np.ndarray: return self._alpha[:self.n_rows_]
+@patch(as_prop=True)
+def P_(self: LowRankCompleter) -> np.ndarray: return self._P[:self.n_rows_]
+@patch(as_prop=True)
+def row_n_(self: LowRankCompleter) -> np.ndarray: return self._row_n[:self.n_rows_]
+@patch(as_prop=True)
+def beta_(self: LowRankCompleter) -> np.ndarray: return self._Q[:self.n_columns_seen_, 0]
+@patch(as_prop=True)
+def gamma_(self: LowRankCompleter) -> np.ndarray | None: return self._Q[:self.n_columns_seen_, 1] if self._nc == 2 else None
+@patch(as_prop=True)
+def Z_(self: LowRankCompleter) -> np.ndarray: return self._Q[:self.n_columns_seen_, self._nc:]
+@patch(as_prop=True)
+def noise_var_(self: LowRankCompleter) -> float:
+    "σ², the residual variance of absorbed scores (shrunk towards a prior of 0.05)."
+    return (self._sq + _NOISE_PRIOR * _NOISE_PRIOR_WEIGHT) / (self.n_obs_ + _NOISE_PRIOR_WEIGHT)
+
+@patch
+def _row_init(self: LowRankCompleter, a: int, b: int) -> np.ndarray:
+    "Initial factors of rows a..b-1 from a counter-based stream: row i always gets the same start."
+    out, chunk = np.empty((b - a, self.rank)), 1024
+    for c in range(a // chunk, (b - 1) // chunk + 1):
+        block = np.random.default_rng([self.random_state, c]).normal(0, self.init_scale, (chunk, self.rank))
+        lo, hi = max(a, c * chunk), min(b, (c + 1) * chunk)
+        out[lo - a:hi - a] = block[lo - c * chunk:hi - c * chunk]
+    return out
+
+def _grown(a: np.ndarray, cap: int) -> np.ndarray:
+    "A copy of `a` with `cap` rows, the new ones zero."
+    g = np.zeros((cap,) + a.shape[1:], a.dtype); g[:len(a)] = a
+    return g
+
+@patch
+def _sync_rows(self: LowRankCompleter, n: int):
+    "Make room for `n` memory rows; new rows get their initial factors."
+    if (self.rank, bool(self.similarity)) != self._shape:
+        raise ValueError("rank: rank or similarity changed after fitting; call fit again")
+    if n <= self.n_rows_: return
+    if n > len(self._alpha):
+        cap = max(n, 2 * len(self._alpha), 64)
+        for name in ("_alpha", "_P", "_row_n", "_G", "_Sxr", "_Sx", "_Sxb"): setattr(self, name, _grown(getattr(self, name), cap))
+    self._P[self.n_rows_:n] = self._row_init(self.n_rows_, n)
+    self.n_rows_ = n
+
+@patch
+def _grow_cols(self: LowRankCompleter, n: int):
+    if n > len(self._Q): self._Q = _grown(self._Q, max(n, 2 * len(self._Q), 64))
+
+@patch
+def _sims(self: LowRankCompleter, sims, what: str) -> np.ndarray | None:
+    "The similarities the model needs (None when it does not use them); NaN means the caller never gave them."
+    if self._nc == 1: return None
+    if sims is None or np.isnan(sims).any():
+        raise ValueError(f"similarity: this completer uses retriever similarities but {what} has none; "
+                         "pass similarity= to ExperienceMatrix.add_query (or to predict)")
+    return sims
+
+# %% ../nbs/07_completion.ipynb #43c3ed22
+@patch
+def _ridge(self: LowRankCompleter, counts) -> np.ndarray:
+    "λ for systems fitted to `counts` observations: λ·max(n, 1) with reg_scale='count', else λ."
+    counts = np.asarray(counts, dtype=float)
+    return self.reg * np.maximum(counts, 1.0) if self.reg_scale == "count" else np.full(counts.shape, float(self.reg))
+
+@patch
+def _features(self: LowRankCompleter, P, sims) -> np.ndarray:
+    "Query-side design rows y_i = [1, (s_i), p_i]."
+    Y = np.empty((len(P), self._nc + self.rank)); Y[:, 0] = 1.0
+    if self._nc == 2: Y[:, 1] = sims
+    Y[:, self._nc:] = P
+    return Y
+
+@patch
+def _solve_query(self: LowRankCompleter, rows, vals, sims, masked: bool) -> tuple:
+    "Closed-form θ = [β, (γ), z] of one column from its observed rows; also the normal matrix (for the variance)."
+    a, P = self._alpha[rows], self._P[rows]
+    if masked:  # memories without history sit at their prior α = 0, p = 0
+        known = self._row_n[rows] > 0
+        a, P = np.where(known, a, 0.0), P * known[:, None]
+    Y = self._features(P, sims)
+    A = Y.T @ Y + self._ridge(len(rows)) * np.eye(Y.shape[1])
+    return np.linalg.solve(A, Y.T @ (vals - self.mu_ - a)), A
+
+@patch
+def _offsets(self: LowRankCompleter, theta, sims) -> np.ndarray | float:
+    "The column's additive part β + γ·s for each of its cells."
+    return theta[0] + theta[1] * sims if self._nc == 2 else theta[0]
+
+@patch
+def _add_column(self: LowRankCompleter, rows, vals, theta, sims, sign: float):
+    "Add (sign=+1) or remove (-1) one column's contribution to the sufficient statistics of its rows."
+    x = np.concatenate([[1.0], theta[self._nc:]])
+    o = np.broadcast_to(self._offsets(theta, sims), (len(rows),))
+    self._G[rows] += sign * np.outer(x, x)
+    self._Sxr[rows] += sign * vals[:, None] * x
+    self._Sx[rows] += sign * x
+    self._Sxb[rows] += sign * o[:, None] * x
+
+@patch
+def _solve_rows(self: LowRankCompleter, rows):
+    "Re-solve (α_i, p_i) of `rows` from their sufficient statistics (one batched solve)."
+    A = self._G[rows] + self._ridge(self._G[rows, 0, 0])[:, None, None] * np.eye(self.rank + 1)
+    b = self._Sxr[rows] - self.mu_ * self._Sx[rows] - self._Sxb[rows]
+    sol = np.linalg.solve(A, b[..., None])[..., 0]
+    self._alpha[rows], self._P[rows] = sol[:, 0], sol[:, 1:]
+
+# %% ../nbs/07_completion.ipynb #b34e108b
+class _Pattern:
+    "The observed cells of a sweep as sparse (rows × columns) matrices, plus outer-product packing helpers."
+    def __init__(self, rows, cols, vals, sims, R: int, C: int, k: int):
+        pattern = lambda data: sp.csr_matrix((data, (rows, cols)), shape=(R, C))
+        self.W, self.Rv = pattern(np.ones(len(vals))), pattern(vals)
+        self.Wt, self.Rvt = self.W.T.tocsr(), self.Rv.T.tocsr()
+        if sims is not None:
+            self.Sv = pattern(sims); self.Svt = self.Sv.T.tocsr()
+            self.SSt, self.SRt = pattern(sims * sims).T.tocsr(), pattern(sims * vals).T.tocsr()
+        self.k, self.iu = k, np.triu_indices(k)
+
+    def outer(self, M) -> np.ndarray:
+        "The upper triangle of every row's outer product (the products are symmetric)."
+        return M[:, self.iu[0]] * M[:, self.iu[1]]
+
+    def unpack(self, T, n: int) -> np.ndarray:
+        "Full (n, k, k) symmetric matrices from packed upper triangles."
+        out = np.empty((n, self.k, self.k)); out[:, self.iu[0], self.iu[1]] = T; out[:, self.iu[1], self.iu[0]] = T
+        return out
+
+@patch
+def _sweep_columns(self: LowRankCompleter, pt: _Pattern, R: int, C: int):
+    "Solve every absorbed column given the rows: design y = [1, (s), p], target r − μ − α."
+    k, q = self.rank + 1, self._nc + self.rank
+    Yr = np.empty((R, k)); Yr[:, 0] = 1.0; Yr[:, 1:] = self._P[:R]  # the row part [1, p]
+    off = self.mu_ + self._alpha[:R]
+    Ark = pt.unpack(pt.Wt @ pt.outer(Yr), C)
+    brk = pt.Rvt @ Yr - pt.Wt @ (Yr * off[:, None])
+    if self._nc == 1: A, b = Ark, brk
+    else:  # insert the similarity as the second design column
+        idx = np.r_[0, 2:q]
+        A = np.zeros((C, q, q)); A[np.ix_(np.arange(C), idx, idx)] = Ark
+        sy = pt.Svt @ Yr  # Σ s·[1, p]
+        A[:, 1, idx] = sy; A[:, idx, 1] = sy; A[:, 1, 1] = np.asarray(pt.SSt.sum(axis=1)).ravel()
+        b = np.zeros((C, q)); b[:, idx] = brk
+        b[:, 1] = np.asarray(pt.SRt.sum(axis=1)).ravel() - pt.Svt @ off
+    self._Q[:C] = np.linalg.solve(A + self._ridge(A[:, 0, 0])[:, None, None] * np.eye(q), b[..., None])[..., 0]
+
+@patch
+def _sweep_rows(self: LowRankCompleter, pt: _Pattern, R: int, C: int):
+    "Recompute every row's statistics exactly from the columns (features x = [1, z], offsets β + γ·s), then solve."
+    k, nc = self.rank + 1, self._nc
+    Xc = np.empty((C, k)); Xc[:, 0] = 1.0; Xc[:, 1:] = self._Q[:C, nc:]
+    self._G[:R] = pt.unpack(pt.W @ pt.outer(Xc), R)
+    self._Sx[:R], self._Sxr[:R] = pt.W @ Xc, pt.Rv @ Xc
+    self._Sxb[:R] = pt.W @ (Xc * self._Q[:C, :1]) + (pt.Sv @ (Xc * self._Q[:C, 1:2]) if nc == 2 else 0.0)
+    self._solve_rows(np.flatnonzero(self._row_n[:R] > 0))
+
+# %% ../nbs/07_completion.ipynb #116cea3d
+@patch
+def _sweeps(self: LowRankCompleter, X: ExperienceMatrix, n_iter: int):
+    "Full warm-started ALS sweeps over every absorbed column, then every row; recomputes the statistics exactly."
+    rows, cols, vals, sims = X.observed(self.n_columns_seen_, similarity=True)
+    if not len(vals): return
+    sims = self._sims(sims, "an absorbed column")
+    C, R, nc = self.n_columns_seen_, self.n_rows_, self._nc
+    pt = _Pattern(rows, cols, vals, sims if nc == 2 else None, R, C, self.rank + 1)
+    for _ in range(n_iter):
+        self._sweep_columns(pt, R, C)
+        self._sweep_rows(pt, R, C)
+    o = self._Q[cols, 0] + (self._Q[cols, 1] * sims if nc == 2 else 0.0)
+    e = vals - (self.mu_ + self._alpha[rows] + o + np.einsum("ij,ij->i", self._P[rows], self._Q[cols, nc:]))
+    self._sq = float(e @ e)
+
+@patch
+def fit(self: LowRankCompleter, X: ExperienceMatrix, y=None, upto: int | None = None) -> LowRankCompleter:
+    "Fit from scratch on the observed cells of columns `< upto` (default: all) by `n_iter` ALS sweeps."
+    X = _check_matrix_arg(X); self._check_params(); self._reset()
+    upto = X._upto(upto)
+    self._sync_rows(X.n_rows); self._grow_cols(upto)
+    rows, _, vals = X.observed(upto)
+    self.mu_, self.n_obs_ = (float(vals.mean()) if len(vals) else 0.0), len(vals)
+    self._row_n[:self.n_rows_] = np.bincount(rows, minlength=self.n_rows_)
+    self.n_columns_seen_ = self._last_sweep = upto
+    self._sweeps(X, self.n_iter)
+    return self
+
+# %% ../nbs/07_completion.ipynb #6d0b8cb1
+@patch
+def _absorb(self: LowRankCompleter, col: int, rows, vals, sims):
+    "Online ALS on one new column's anchors: n_sweeps alternations, then its θ and the rows' counts and residuals."
+    self.mu_ += (vals.sum() - len(vals) * self.mu_) / (self.n_obs_ + len(vals))
+    self.n_obs_ += len(vals)
+    theta, _ = self._solve_query(rows, vals, sims, masked=False)
+    self._add_column(rows, vals, theta, sims, +1)
+    for _ in range(self.n_sweeps):
+        self._solve_rows(rows)
+        new, _ = self._solve_query(rows, vals, sims, masked=False)
+        self._add_column(rows, vals, theta, sims, -1); self._add_column(rows, vals, new, sims, +1)
+        theta = new
+    self._solve_rows(rows)
+    self._Q[col] = theta
+    self._row_n[rows] += 1
+    e = vals - (self.mu_ + self._alpha[rows] + self._offsets(theta, sims) + self._P[rows] @ theta[self._nc:])
+    self._sq += float(e @ e)
+
+@patch
+def partial_fit(self: LowRankCompleter, X: ExperienceMatrix, col: int | None = None) -> LowRankCompleter:
+    "Absorb the next column (its anchors) by a warm-started online ALS update; columns go strictly in order."
+    X = _check_matrix_arg(X); self._check_params()
+    if (self.rank, bool(self.similarity)) != self._shape and self.n_columns_seen_ == 0: self._reset()
+    col = check_int(self.n_columns_seen_ if col is None else col, "col", 0)
+    if col != self.n_columns_seen_:
+        raise ValueError(f"col: columns are absorbed in order; expected column {self.n_columns_seen_}, got {col}")
+    if col >= X.n_cols: raise ValueError(f"col: the matrix has only {X.n_cols} columns; add the query first")
+    rows, vals, sims = X.observations(col, similarity=True)
+    sims = self._sims(sims, f"column {col}") if len(rows) else None
+    self._sync_rows(X.n_rows); self._grow_cols(col + 1)
+    if len(rows): self._absorb(col, rows, vals, sims)
+    self.n_columns_seen_ = col + 1
+    gap = max(self.refit_every, self.refit_fraction * self.n_columns_seen_)
+    if self.refit_every and self.n_columns_seen_ - self._last_sweep >= gap:  # depends on the column count only
+        self._sweeps(X, self.refit_iter); self._last_sweep = self.n_columns_seen_
+    return self
+
+# %% ../nbs/07_completion.ipynb #f962d608
+@patch
+def predict(self: LowRankCompleter, X: ExperienceMatrix, col: int, ids: Sequence[str] | None = None,
+            return_std: bool = False, similarity=None):
+    "Complete column `col` from the model (columns before it) and its own anchors; default rows: its candidates."
+    X = _check_matrix_arg(X)
+    col = X._col(col)
+    if col < self.n_columns_seen_:
+        raise ValueError(f"col: column {col} is already absorbed (the model has seen columns 0..{self.n_columns_seen_ - 1}); "
+                         "predicting it now would use its own scores as history — predict before partial_fit")
+    rows = X.retrieved(col) if ids is None else X.rows(ids)
+    return self._predict_rows(X, col, rows, return_std, similarity)
+
+@patch
+def _row_sims(self: LowRankCompleter, X: ExperienceMatrix, col: int, rows, similarity) -> np.ndarray | None:
+    "Similarities of the predicted rows, when the model uses them (from the matrix unless given)."
+    if self._nc == 1: return None
+    sims = X.similarity(col, rows) if similarity is None else np.asarray(similarity, dtype=float)
+    if sims.shape != (len(rows),): raise ValueError(f"similarity: expected {len(rows)} values, got shape {sims.shape}")
+    return self._sims(sims, "a requested memory (not a candidate of this column)")
+
+@patch
+def _predict_rows(self: LowRankCompleter, X: ExperienceMatrix, col: int, rows: np.ndarray, return_std: bool = False,
+                  similarity=None):
+    "Completed scores (and standard deviations) of `rows` for the open column `col`."
+    self._sync_rows(X.n_rows)
+    arows, avals, asims = X.observations(col, similarity=True)
+    asims = self._sims(asims, f"column {col}") if len(arows) else np.zeros(0)
+    sims = self._row_sims(X, col, rows, similarity)
+    theta, A = self._solve_query(arows, avals, asims, masked=True)
+    known = self._row_n[rows] > 0
+    Y = self._features(self._P[rows] * known[:, None], sims)
+    pred = self.mu_ + np.where(known, self._alpha[rows], 0.0) + Y @ theta
+    if self.clip: pred = np.clip(pred, 0.0, 1.0)
+    if not return_std: return pred
+    var_query = np.einsum("ij,ij->i", Y @ np.linalg.inv(A), Y)
+    x = np.concatenate([[1.0], theta[self._nc:]])
+    G = self._G[rows] * known[:, None, None]
+    Ai = G + self._ridge(G[:, 0, 0])[:, None, None] * np.eye(self.rank + 1)
+    var_memory = np.linalg.solve(Ai, np.broadcast_to(x, (len(rows), self.rank + 1))[..., None])[..., 0] @ x
+    return pred, np.sqrt(self.noise_var_ * (var_query + var_memory))
+
 # %% ../nbs/07_completion.ipynb #31db9b33
-class _SyntheticTruth:
-    "A bias + rank-r logistic score model over recurring query topics; score columns are drawn on demand."
-    def __init__(self, n_memories, n_queries, rank=3, n_topics=6, noise=0.05, seed=0):
-        rng = np.random.default_rng(seed)
-        self.P, self.alpha = rng.normal(0, 1, (n_memories, rank)), rng.normal(-1.5, 0.7, n_memories)
-        topics = rng.normal(0, 1, (n_topics, rank))
-        self.Z = topics[rng.integers(0, n_topics, n_queries)] + rng.normal(0, 0.3, (n_queries, rank))
-        self.beta, self.noise, self.seed, self.scale = rng.normal(0, 0.3, n_queries), noise, seed, 1.5 / np.sqrt(rank)
-
-    def column(self, t: int, rows=None) -> np.ndarray:
-        "Scores of query `t` for `rows` (default: every memory), with noise fixed per (seed, query)."
-        rows = np.arange(len(self.P)) if rows is None else np.asarray(rows)
-        logit = self.alpha[rows] + self.beta[t] + self.P[rows] @ self.Z[t] * self.scale
-        eps = np.random.default_rng([self.seed, 1, t]).normal(0, self.noise, len(self.P))[rows]
-        return np.clip(1 / (1 + np.exp(-logit)) + eps, 0, 1)
-
-def synthetic_scores(n_memories: int, n_queries: int, rank: int = 3, n_topics: int = 6, noise: float = 0.05,
-                     seed: int = 0) -> np.ndarray:
-    "A (memories × queries) matrix of scores in [0, 1] from a bias + rank-`rank` model over recurring query topics."
-    truth = _SyntheticTruth(n_memories, n_queries, rank, n_topics, noise, seed)
-    return np.stack([truth.column(t) for t in range(n_queries)], axis=1)
-
 def synthetic_stream(scores: np.ndarray, n_candidates: int, budget: int, seed: int = 0) -> ExperienceMatrix:
     "An ExperienceMatrix over `scores`: each query retrieves `n_candidates` random memories and scores `budget` of them."
     rng = np.random.default_rng(seed)
@@ -674,7 +716,7 @@ def benchmark_completion(n_memories: int = 600, n_queries: int = 1500, rank: int
 def _benchmark(n_memories, n_queries, rank, n_candidates, budget, n_timed, refit_every, seed) -> dict:
     rng = np.random.default_rng(seed)
     total = n_queries + n_timed
-    truth = _SyntheticTruth(n_memories, total, rank=min(rank, 4), seed=seed)  # columns on demand: nothing dense
+    truth = LowRankTruth(n_memories, total, rank=min(rank, 4), seed=seed)  # columns on demand: nothing dense
     X = ExperienceMatrix(); X.add_memories([f"m{i}" for i in range(n_memories)])
     est = LowRankCompleter(rank=rank, refit_every=refit_every, random_state=seed)
     steps, book = [], []
@@ -711,52 +753,55 @@ class StageSchedule:
             raise TypeError(f"budgets: expected a sequence of positive integers, got {type(self.budgets).__name__}")
         b = tuple(self.budgets)
         if not b: raise ValueError("budgets: expected at least one stage")
-        for i, x in enumerate(b): _check_int(x, f"budgets[{i}]", 1)
-        object.__setattr__(self, "budgets", tuple(int(x) for x in b))
-        _check_int(self.block_size, "block_size", 1)
+        object.__setattr__(self, "budgets", tuple(check_int(x, f"budgets[{i}]", 1) for i, x in enumerate(b)))
+        check_int(self.block_size, "block_size", 1)
 
     @classmethod
     def equal_blocks(cls, n_queries: int, budgets: Sequence[int] = PAPER_BUDGETS) -> "StageSchedule":
         "One block per budget, of equal length, covering a stream of `n_queries`."
-        n = _check_int(n_queries, "n_queries", 1)
+        n = check_int(n_queries, "n_queries", 1)
         return cls(tuple(budgets), max(1, math.ceil(n / len(tuple(budgets)))))
 
     @classmethod
     def for_stream(cls, n_queries: int, budgets: Sequence[int] = PAPER_BUDGETS, blocks: int = PAPER_BLOCKS) -> "StageSchedule":
         "Cut a stream of `n_queries` into `blocks` equal blocks (the last budget covers every block past the list)."
-        n, k = _check_int(n_queries, "n_queries", 1), _check_int(blocks, "blocks", 1)
+        n, k = check_int(n_queries, "n_queries", 1), check_int(blocks, "blocks", 1)
         return cls(tuple(budgets), max(1, math.ceil(n / k)))
 
     @property
     def n_stages(self) -> int: return len(self.budgets)
 
-    def stage(self, t: int) -> int:
-        "Stage (0-based) of query index `t`."
-        return min(_check_int(t, "t", 0) // self.block_size, self.n_stages - 1)
+# %% ../nbs/07_completion.ipynb #29a9b42d
+@patch
+def stage(self: StageSchedule, t: int) -> int:
+    "Stage (0-based) of query index `t`."
+    return min(check_int(t, "t", 0) // self.block_size, self.n_stages - 1)
 
-    def budget(self, t: int, n_candidates: int | None = None) -> int:
-        "Budget of query `t`; with `n_candidates`, a budget larger than the pool is an error."
-        b = self.budgets[self.stage(t)]
-        if n_candidates is not None and b > n_candidates:
-            raise ValueError(f"budget: {b} direct scores asked for query {t} but the pool has only N={n_candidates} candidates")
-        return b
+@patch
+def budget(self: StageSchedule, t: int, n_candidates: int | None = None) -> int:
+    "Budget of query `t`; with `n_candidates`, a budget larger than the pool is an error."
+    b = self.budgets[self.stage(t)]
+    if n_candidates is not None and b > n_candidates:
+        raise ValueError(f"budget: {b} direct scores asked for query {t} but the pool has only N={n_candidates} candidates")
+    return b
 
-    def check(self, n_candidates: int):
-        "Raise unless every budget fits a pool of `n_candidates`."
-        n = _check_int(n_candidates, "n_candidates", 1)
-        if max(self.budgets) > n:
-            raise ValueError(f"budgets: {max(self.budgets)} direct scores is larger than the N={n} candidates of a query")
+@patch
+def check(self: StageSchedule, n_candidates: int):
+    "Raise unless every budget fits a pool of `n_candidates`."
+    n = check_int(n_candidates, "n_candidates", 1)
+    if max(self.budgets) > n:
+        raise ValueError(f"budgets: {max(self.budgets)} direct scores is larger than the N={n} candidates of a query")
 
-    def total_calls(self, n_queries: int) -> int:
-        "Direct scores the schedule spends on a stream of `n_queries`."
-        return sum(self.budgets[self.stage(t)] for t in range(_check_int(n_queries, "n_queries", 0)))
+@patch
+def total_calls(self: StageSchedule, n_queries: int) -> int:
+    "Direct scores the schedule spends on a stream of `n_queries`."
+    return sum(self.budgets[self.stage(t)] for t in range(check_int(n_queries, "n_queries", 0)))
 
 def split_anchors(n: int, budget: int, rng: np.random.Generator, head_fraction: float = 0.5) -> np.ndarray:
     "Anchor positions (retriever order): the top ⌈head·budget⌉ candidates plus a seeded uniform draw from the rest."
-    n = _check_int(n, "n", 1)
-    budget = _check_int(budget, "budget", 0)
+    n, budget = check_int(n, "n", 1), check_int(budget, "budget", 0)
     if budget > n: raise ValueError(f"budget: {budget} direct scores is larger than the N={n} candidates")
-    if not 0 <= head_fraction <= 1: raise ValueError(f"head_fraction: expected a number in [0, 1], got {head_fraction!r}")
+    check_probability(head_fraction, "head_fraction")
     if not isinstance(rng, np.random.Generator): raise TypeError(f"rng: expected a numpy Generator, got {type(rng).__name__}")
     if budget == n: return np.arange(n)
     h = min(budget, math.ceil(head_fraction * budget))
@@ -805,12 +850,11 @@ def chronological_key(memory: Memory, position: int = 0) -> tuple:
     m = _DIA.match(memory.id)
     return (memory.timestamp or "",) + ((int(m.group(1)), int(m.group(2))) if m else (math.inf, math.inf)) + (position,)
 
-def build_context(ranked: Sequence[Memory], k: int, positions: dict | None = None) -> list:
-    "The top-`k` of a ranking, restored to chronological order (`positions`: memory id → bank position, a tie-break)."
-    k = _check_int(k, "k", 1)
-    top = list(ranked)[:k]
+def build_context(ranked: Sequence[Memory], context_size: int, positions: dict | None = None) -> list:
+    "The top-`context_size` of a ranking, restored to chronological order (`positions`: memory id → bank position)."
+    context_size = check_int(context_size, "context_size", 1)
     pos = positions or {}
-    return sorted(top, key=lambda m: chronological_key(m, pos.get(m.id, 0)))
+    return sorted(list(ranked)[:context_size], key=lambda m: chronological_key(m, pos.get(m.id, 0)))
 
 # %% ../nbs/07_completion.ipynb #43cea2bb
 @dataclass
@@ -849,10 +893,11 @@ class EARMStep:
         "Memory ids in the order of `policy`."
         return [m.id for m in self.ranking(policy, expand)]
 
-    def context(self, k: int = 10, policy: str = "mixed", expand: bool = False) -> list:
-        "The top-`k` memories of `policy`, in chronological order (what the answering model reads)."
-        return build_context(self.ranking(policy, expand), k, self.positions)
+    def context(self, context_size: int = 10, policy: str = "mixed", expand: bool = False) -> list:
+        "The top-`context_size` memories of `policy`, in chronological order (what the answering model reads)."
+        return build_context(self.ranking(policy, expand), context_size, self.positions)
 
+# %% ../nbs/07_completion.ipynb #4d6a4ea4
 class EARM:
     "Experience-amortized reranking over one persistent memory bank, one query at a time (§IV)."
     def __init__(self, bank: MemoryBank, scorer, *,
@@ -867,466 +912,147 @@ class EARM:
                  expand_support: float | None = 0.5,  # outside-pool memories need a past direct score ≥ this (None = off)
                  expand_penalty: float = 1.0,  # they are scored by the lower bound completed − penalty·std …
                  expand_threshold: float = 0.5,  # … and admitted only when that bound reaches this score
-                 top_k: int = 10,  # K: the region whose uncertainty drives the adaptive budget
+                 context_size: int = 10,  # C: the top of the ranking whose uncertainty drives the adaptive budget
                  seed: int = 0):
         if not isinstance(bank, MemoryBank): raise TypeError(f"bank: expected a MemoryBank, got {type(bank).__name__}")
-        self.bank, self.n_candidates = bank, _check_int(n_candidates, "n_candidates", 1)
+        self.bank, self.n_candidates = bank, check_int(n_candidates, "n_candidates", 1)
         if n_candidates > len(bank):
             raise ValueError(f"n_candidates: N={n_candidates} is larger than the bank ({len(bank)} memories)")
         self.schedule = StageSchedule() if schedule is None else schedule
         if not isinstance(self.schedule, StageSchedule):
             raise TypeError(f"schedule: expected a StageSchedule, got {type(self.schedule).__name__}")
         self.schedule.check(n_candidates)
-        if anchors not in ("split", "variance"): raise ValueError(f"anchors: expected 'split' or 'variance', got {anchors!r}")
-        if budget not in ("fixed", "adaptive"): raise ValueError(f"budget: expected 'fixed' or 'adaptive', got {budget!r}")
-        if expand_support is not None and not (isinstance(expand_support, (int, float)) and 0 <= expand_support <= 1):
-            raise ValueError(f"expand_support: expected a score in [0, 1] or None, got {expand_support!r}")
-        self.anchor_mode, self.budget_mode, self.head_fraction, self.kappa = anchors, budget, head_fraction, float(kappa)
-        self.expand_support, self.top_k = expand_support, _check_int(top_k, "top_k", 1)
-        self.best = np.full(len(bank), -np.inf)  # per memory: its best direct score so far (the historical support)
-        self.expand_penalty, self.expand_threshold = float(expand_penalty), float(expand_threshold)
+        self._set_modes(anchors, budget, head_fraction, kappa, expand_support, expand_penalty, expand_threshold, context_size)
         self.scorer = scorer if isinstance(scorer, CountingScorer) else CountingScorer(scorer)
         self.completer = completer if completer is not None else LowRankCompleter(rank=rank, reg=reg, random_state=seed)
         self.matrix = ExperienceMatrix(); self.matrix.add_memories([m.id for m in bank.memories])
         self.positions = {m.id: i for i, m in enumerate(bank.memories)}
+        self.best = np.full(len(bank), -np.inf)  # per memory: its best direct score so far (the historical support)
         self.rng = np.random.default_rng(seed)
         self.credit, self._u_sum, self._u_n = 0, 0.0, 0  # adaptive budget: unspent calls, running mean uncertainty
         self.seconds = 0.0  # time spent in completion (predict + partial_fit)
+
+    def _set_modes(self, anchors, budget, head_fraction, kappa, expand_support, expand_penalty, expand_threshold, context_size):
+        "Check and store the anchor, budget and expansion settings."
+        if anchors not in ("split", "variance"): raise ValueError(f"anchors: expected 'split' or 'variance', got {anchors!r}")
+        if budget not in ("fixed", "adaptive"): raise ValueError(f"budget: expected 'fixed' or 'adaptive', got {budget!r}")
+        if expand_support is not None: check_probability(expand_support, "expand_support")
+        self.anchor_mode, self.budget_mode, self.head_fraction, self.kappa = anchors, budget, head_fraction, float(kappa)
+        self.expand_support, self.context_size = expand_support, check_int(context_size, "context_size", 1)
+        self.expand_penalty, self.expand_threshold = float(expand_penalty), float(expand_threshold)
 
     @property
     def calls(self) -> int:
         "Direct scorer calls (query, memory pairs) charged so far."
         return self.scorer.calls
 
-    def _observe(self, query, cands, col, idx) -> np.ndarray:
-        idx = np.asarray(idx, np.int64)
-        if not len(idx): return np.zeros(0)
-        mems = [cands.memories[i] for i in idx]
-        scores = self.scorer.score(query, mems)
-        self.matrix.observe(col, [m.id for m in mems], scores)
-        return scores
+# %% ../nbs/07_completion.ipynb #61b85bb6
+@patch
+def _observe(self: EARM, query, cands, col, idx) -> np.ndarray:
+    "Score the candidates at positions `idx` directly and store the scores in the open column."
+    idx = np.asarray(idx, np.int64)
+    if not len(idx): return np.zeros(0)
+    mems = [cands.memories[i] for i in idx]
+    scores = self.scorer.score(query, mems)
+    self.matrix.observe(col, [m.id for m in mems], scores)
+    return scores
 
-    def _ucb(self, mean, std, taken, m) -> np.ndarray:
-        "The `m` unscored candidates with the largest mean + κ·std (ties broken at random, seeded)."
-        free = np.setdiff1d(np.arange(len(mean)), taken)
-        if m <= 0 or not len(free): return np.zeros(0, np.int64)
-        u = mean[free] + self.kappa * std[free]
-        order = np.lexsort((self.rng.random(len(free)), -u))
-        return free[order[:m]]
-
-    def _predict(self, col, with_std=True):
-        t0 = time.perf_counter()
-        out = self.completer.predict(self.matrix, col, return_std=with_std)
-        self.seconds += time.perf_counter() - t0
-        return out
-
-    def step(self, query: Query, q=None, candidates: Candidates | None = None) -> EARMStep:
-        "Retrieve, score anchors, complete, rank; then absorb the query's scores into the experience."
-        if not isinstance(query, Query): raise TypeError(f"query: expected an earmem.core.Query, got {type(query).__name__}")
-        N = self.n_candidates
-        if candidates is None:
-            if q is None: raise ValueError("q: give the query embedding (or precomputed candidates)")
-            candidates = self.bank.candidates(q, N, query)
-        elif len(candidates) != N:
-            raise ValueError(f"candidates: expected the N={N} candidates of the query, got {len(candidates)}")
-        col = self.matrix.add_query(query.id, candidates.ids, similarity=candidates.scores)
-        t, fixed = col, self.schedule.budget(col, N)
-        stage = self.schedule.stage(t)
-        if fixed >= N:  # a full-budget stage: every candidate is an anchor
-            anchors = np.arange(N); observed = self._observe(query, candidates, col, anchors)
-        elif self.budget_mode == "fixed" and self.anchor_mode == "split":
-            anchors = split_anchors(N, fixed, self.rng, self.head_fraction)
-            observed = self._observe(query, candidates, col, anchors)
-        else:  # head first, then the tail by UCB on the completion given the head
-            if self.budget_mode == "adaptive":
-                self.credit += fixed
-                h = max(1, math.ceil(self.head_fraction * min(self.schedule.budgets)))
-            else: h = min(fixed, math.ceil(self.head_fraction * fixed))
-            head = np.arange(h)
-            obs_head = self._observe(query, candidates, col, head)
-            mean, std = self._predict(col)
-            if self.budget_mode == "adaptive":
-                free = np.setdiff1d(np.arange(N), head)
-                region = free[_order(mean[free])[:2 * self.top_k]]
-                u = float(std[region].mean())
-                ubar = self._u_sum / self._u_n if self._u_n else u
-                self._u_sum += u; self._u_n += 1
-                want = int(round(fixed * u / ubar)) if ubar > 0 else fixed
-                b = int(min(max(h, want), N, max(h, self.credit)))
-                self.credit -= b
-            else: b = fixed
-            tail = self._ucb(mean, std, head, b - h)
-            anchors = np.concatenate([head, tail]).astype(np.int64)
-            observed = np.concatenate([obs_head, self._observe(query, candidates, col, tail)])
-        completed, std = self._predict(col)
-        extra, extra_scores = [], np.zeros(0)
-        if self.expand_support is not None:
-            hist = np.flatnonzero(self.best >= self.expand_support)
-            outside = np.setdiff1d(hist, self.matrix.retrieved(col))
-            if len(outside):
-                t0 = time.perf_counter()
-                sims_x = self.bank.embeddings[outside] @ candidates.q  # their retriever similarity (not in the pool)
-                mean_x, std_x = self.completer._predict_rows(self.matrix, col, outside, return_std=True, similarity=sims_x)
-                self.seconds += time.perf_counter() - t0
-                lower = mean_x - self.expand_penalty * std_x
-                keep = lower >= self.expand_threshold
-                extra_scores = np.clip(lower[keep], 0.0, 1.0)
-                extra = [self.bank.memories[i] for i in outside[keep]]
-        t0 = time.perf_counter()
-        self.completer.partial_fit(self.matrix, col)
-        self.seconds += time.perf_counter() - t0
-        rows = self.matrix.retrieved(col)[anchors]  # bank positions (rows were registered in bank order)
-        self.best[rows] = np.maximum(self.best[rows], observed)
-        return EARMStep(query, col, stage, len(anchors), candidates, anchors, observed, completed, std,
-                        extra, extra_scores, self.positions)
-
-# %% ../nbs/07_completion.ipynb #8537c5a5
-class _ToyEncoder:
-    "Looks query vectors up by text (the toy benchmark's stand-in for `earmem.core.Encoder`)."
-    def __init__(self, table: dict): self.table = table
-    def encode_queries(self, texts, progress=None): return np.stack([self.table[t] for t in texts]).astype(np.float32)
-
-class _ToyScorer:
-    "True toy relevance plus fixed seeded noise per (query, memory) pair, clipped to [0, 1]."
-    def __init__(self, truth: dict, noise: float, seed: int):
-        self.truth, self.noise, self.seed, self.calls = truth, noise, seed, 0
-    def score(self, query, memories):
-        S, qi = self.truth[query.bank], int(query.id.rsplit(":", 1)[1])
-        rows = np.array([int(m.id.split(":")[1]) - 1 + 20 * (int(m.id.split(":")[0][1:]) - 1) for m in memories])
-        noise = np.random.default_rng([self.seed, zlib.crc32(query.bank.encode()), qi]).normal(0, self.noise, S.shape[0])
-        self.calls += len(memories)
-        return np.clip(S[rows, qi] + noise[rows], 0, 1)
-
-class ToyBenchmark:
-    "A small synthetic benchmark with the `earmem.data.Benchmark` interface used by `run_earm`, plus encoder and scorer."
-    def __init__(self, n_banks: int = 2, n_memories: int = 240, n_queries: int = 60, dim: int = 24, rank: int = 3,
-                 noise: float = 0.05, seed: int = 0):
-        rng = np.random.default_rng(seed)
-        self._banks, self._queries, self.truth, table = {}, {}, {}, {}
-        for b in range(n_banks):
-            bid = f"toy-{b}"
-            S = synthetic_scores(n_memories, n_queries, rank=rank, seed=seed * 100 + b)
-            # embeddings: a noisy view of each memory's and query's relevance profile
-            proj = rng.normal(0, 1, (n_queries, dim))
-            mem_vec = S @ proj / np.sqrt(n_queries) + rng.normal(0, 0.6, (n_memories, dim))
-            mems = [Memory(f"D{i // 20 + 1}:{i % 20 + 1}", f"toy memory {bid} {i}",
-                           timestamp=f"2024-01-{i // 20 + 1:02d}T00:00:00") for i in range(n_memories)]
-            qs = []
-            for t in range(n_queries):
-                gold = [mems[i].id for i in np.argsort(-S[:, t], kind="stable")[:2]]
-                text = f"toy query {bid} {t}"
-                table[text] = (mem_vec[np.argsort(-S[:, t])[:2]].mean(0) + rng.normal(0, 0.8, dim)).astype(np.float32)
-                qs.append(Query(f"{bid}:{t}", text, gold, category=("a", "b")[t % 2], bank=bid))
-            self._banks[bid], self._queries[bid], self.truth[bid] = (mems, mem_vec.astype(np.float32)), qs, S
-        self.encoder, self.noise = _ToyEncoder(table), noise
-
-    def query_objects(self, bank: str | None = None) -> list:
-        return [q for b, qs in self._queries.items() if bank in (None, b) for q in qs]
-    def banks(self, store: str | None = "episodic") -> dict: return {b: list(m) for b, (m, _) in self._banks.items()}
-    def memory_banks(self, encoder=None, stores=("episodic",), progress=None) -> dict:
-        return {b: MemoryBank(m, v, name=b) for b, (m, v) in self._banks.items()}
-    def scorer(self, seed: int = 0) -> _ToyScorer: return _ToyScorer(self.truth, self.noise, seed)
-
-# %% ../nbs/07_completion.ipynb #8f72804a
-def _stage_labels(n: int) -> list: return [f"B{s + 1}" + ("+" if s == n - 1 else "") for s in range(n)]
-
-def _policy_names(ranks, beyond) -> list:
-    names = ["semantic", "full", "observed"] + [f"mixed-r{r}" for r in ranks]
-    if beyond: names += [f"expand-r{ranks[-1]}", f"ucb-r{ranks[-1]}", f"adaptive-r{ranks[-1]}", f"sim-r{ranks[-1]}"]
-    return names
-
-def _mean_std(values) -> dict:
-    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], float)
-    if not len(v): return {"mean": None, "std": None}
-    return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0}
-
-def run_earm(bench, encoder, *,
-             n_candidates: int = 200,  # N
-             budgets: Sequence[int] | None = None,  # per stage; default the paper's, scaled to N
-             blocks: int = PAPER_BLOCKS,  # blocks per conversation (see StageSchedule)
-             block_size: int | str | None = None,  # queries per block (overrides `blocks`); 'equal' = one block per stage
-             ks: Sequence[int] = (10, 20),  # context sizes K
-             ranks: Sequence[int] = (2, 8),  # completion ranks r
-             reg: float = 0.1,  # λ
-             completer_options: dict | None = None,  # more LowRankCompleter arguments (reg_scale, n_sweeps, refit_every …)
-             expand_penalty: float = 1.0,  # outside-pool memories compete with completed − penalty·std
-             seeds: Sequence[int] = (0, 1, 2),  # simulator (and anchor) seeds
-             scorer_factory: Callable | None = None,  # seed → scorer; default earmem.critic.RelevanceSimulator(seed=seed)
-             stores: Sequence[str] = ("episodic",),  # memory stores that form the rows
-             banks: Sequence[str] | None = None,  # only these conversations (default: all)
-             max_queries: int | None = None,  # at most this many queries per conversation (smoke runs)
-             beyond: bool = True,  # run the extensions (expansion, variance anchors, adaptive budget)
-             baselines: bool = True,  # held-out completion quality against the baselines
-             threads: int | None = 1,  # BLAS threads while running (None = leave as is)
-             progress: bool = True) -> dict:
-    "The EARM experiment on a benchmark: every policy per budget stage, over seeds; a JSON-ready results dict."
-    from tqdm.auto import tqdm
-    N = _check_int(n_candidates, "n_candidates", 1)
-    ks = tuple(_check_int(k, "ks", 1) for k in ks)
-    ranks = tuple(_check_int(r, "ranks", 1) for r in ranks)
-    if not ranks: raise ValueError("ranks: expected at least one completion rank")
-    if not seeds: raise ValueError("seeds: expected at least one seed")
-    budgets = tuple(PAPER_BUDGETS if N == 200 else (max(1, round(b * N / 200)) for b in PAPER_BUDGETS)) \
-        if budgets is None else tuple(budgets)
-    StageSchedule(budgets, 1).check(N)
-    if scorer_factory is None:
-        from earmem.critic import RelevanceSimulator
-        scorer_factory = lambda seed: RelevanceSimulator(seed=seed)
-    mbanks = bench.memory_banks(encoder, stores=tuple(stores), progress=progress)
-    if banks is not None:
-        unknown = [b for b in banks if b not in mbanks]
-        if unknown: raise ValueError(f"banks: unknown memory bank(s) {unknown[:3]}; expected some of {list(mbanks)[:5]}")
-        mbanks = {b: mbanks[b] for b in banks}
-    streams = []
-    for b, mb in mbanks.items():
-        qs = [q for q in bench.query_objects(bank=b) if q.gold]
-        if max_queries is not None: qs = qs[:_check_int(max_queries, "max_queries", 1)]
-        if not qs: continue
-        if N > len(mb): raise ValueError(f"n_candidates: N={N} is larger than bank {b!r} ({len(mb)} memories)")
-        if block_size == "equal": sched = StageSchedule.equal_blocks(len(qs), budgets)
-        elif block_size is not None: sched = StageSchedule(budgets, _check_int(block_size, "block_size", 1))
-        else: sched = StageSchedule.for_stream(len(qs), budgets, blocks)
-        streams.append((b, mb, qs, encoder.encode_queries([q.text for q in qs], progress=False), sched))
-    if not streams: raise ValueError("bench: no queries with gold evidence in the selected banks")
-    policies, n_stages = _policy_names(ranks, beyond), len(budgets)
-    labels = _stage_labels(n_stages)
-    methods = [f"earm-r{r}" for r in ranks] + ([f"earm-sim-r{ranks[-1]}"] if beyond else []) \
-        + (["memory mean", "truncated SVD", "similarity"] if baselines else [])
-    bar = tqdm(total=len(seeds) * sum(len(s[2]) for s in streams), desc="EARM", disable=not progress)
-    opts = dict(completer_options or {})
-    per_seed = []
-    from threadpoolctl import threadpool_limits
-    with threadpool_limits(limits=threads):  # small dense solves: one BLAS thread is fastest and avoids oversubscription
-        for seed in seeds:
-            t_start = time.perf_counter()
-            recs, comp, seconds, n_steps = _earm_seed(seed, scorer_factory(seed), streams, N, ks, ranks, reg, opts,
-                                                      beyond, baselines, expand_penalty, policies, bar)
-            per_seed.append(_summarize_seed(recs, comp, policies, labels, ks, methods, beyond, ranks))
-            per_seed[-1]["seconds"] = time.perf_counter() - t_start
-            per_seed[-1]["completion_ms_per_step"] = 1e3 * seconds / max(1, n_steps)
-    bar.close()
-    return _combine_seeds(per_seed, policies, labels, ks, methods, ranks, streams, N, budgets, seeds, reg, stores, beyond)
-
-def _earm_seed(seed, scorer, streams, N, ks, ranks, reg, opts, beyond, baselines, expand_penalty, policies, bar) -> tuple:
-    "One seed of `run_earm`: every conversation's stream through every policy; per-query records and completion samples."
-    recs, comp, seconds, n_steps = [], {}, 0.0, 0
-    for bi, (b, mb, qs, qv, sched) in enumerate(streams):
-        memo, rs = {}, int(seed) * 1009 + bi  # one memo per conversation (cleared per query); seeds per conversation
-        full = CountingScorer(scorer, memo)
-        def make(r, sim=False, **kw):
-            comp_ = LowRankCompleter(rank=r, reg=reg, random_state=rs, **{**opts, **({"similarity": True} if sim else {})})
-            return EARM(mb, CountingScorer(scorer, memo), n_candidates=N, schedule=sched, completer=comp_, seed=rs,
-                        expand_penalty=expand_penalty, **kw)
-        variants = {f"r{r}": make(r) for r in ranks}
-        if beyond:
-            variants["ucb"] = make(ranks[-1], anchors="variance", expand_support=None)
-            variants["adaptive"] = make(ranks[-1], anchors="variance", budget="adaptive", expand_support=None, top_k=min(ks))
-            variants["sim"] = make(ranks[-1], sim=True, expand_support=None)
-        for t, (q, v) in enumerate(zip(qs, qv)):
-            memo.clear()
-            cands = mb.candidates(v, N, q)
-            c0 = full.calls; fs = full.score(q, cands.memories)
-            ids, gold = cands.ids, set(q.gold)
-            is_gold = np.fromiter((i in gold for i in ids), bool, N)
-            rk = {"semantic": ids, "full": [ids[i] for i in rank_full(fs)]}
-            calls = {"semantic": 0, "full": full.calls - c0}
-            extra_ids = None
-            for name, e in variants.items():
-                c0 = e.calls
-                st = e.step(q, candidates=cands)
-                used = e.calls - c0
-                if not name.startswith("r"):
-                    rk[f"{name}-r{ranks[-1]}"] = st.ids("mixed"); calls[f"{name}-r{ranks[-1]}"] = used
-                    rest = np.setdiff1d(np.arange(N), st.anchors)
-                    if name == "sim" and len(rest):
-                        comp.setdefault((f"earm-sim-r{ranks[-1]}", st.stage), []).append((st.completed[rest], fs[rest], is_gold[rest]))
-                    continue
-                r = int(name[1:])
-                rk[f"mixed-r{r}"] = st.ids("mixed"); calls[f"mixed-r{r}"] = used
-                if r == ranks[0]: rk["observed"] = st.ids("observed"); calls["observed"] = used
-                if beyond and r == ranks[-1]:
-                    rk[f"expand-r{r}"] = st.ids("mixed", expand=True); calls[f"expand-r{r}"] = used
-                    extra_ids = {m.id for m in st.extra}
-                    supported = sum(e.best[e.positions[g]] >= e.expand_support for g in gold - set(ids) if g in e.positions)
-                rest = np.setdiff1d(np.arange(N), st.anchors)
-                if not len(rest): continue
-                comp.setdefault((f"earm-r{r}", st.stage), []).append((st.completed[rest], fs[rest], is_gold[rest]))
-                if baselines and r == ranks[0]:
-                    rows = e.matrix.retrieved(st.col)[rest]
-                    for mname, pred in (("memory mean", memory_mean_baseline(e.matrix, st.col, rows)),
-                                        ("truncated SVD", svd_baseline(e.matrix, st.col, rows, rank=max(ranks))),
-                                        ("similarity", cands.scores[rest].astype(float))):
-                        comp.setdefault((mname, st.stage), []).append((pred, fs[rest], is_gold[rest]))
-            met = {p: {**{f"recall@{k}": recall_at_k(rk[p], gold, k) for k in ks},
-                       **{f"hit@{k}": hit_at_k(rk[p], gold, k) for k in ks},
-                       **{f"ndcg@{k}": ndcg_at_k(rk[p], gold, k) for k in ks}} for p in policies}
-            rec = {"bank": b, "t": t, "stage": sched.stage(t), "category": q.category, "metrics": met, "calls": calls,
-                   "gold_in_pool": float(bool(gold & set(ids))), "all_gold_in_pool": float(gold <= set(ids))}
-            if extra_ids is not None:
-                ex = rk[f"expand-r{ranks[-1]}"]
-                for k in ks:
-                    admitted = [m for m in ex[:k] if m in extra_ids]
-                    rec[f"admitted@{k}"] = len(admitted); rec[f"admitted_gold@{k}"] = sum(m in gold for m in admitted)
-                rec["gold_outside_pool"] = len(gold - set(ids))
-                rec["gold_outside_supported"] = int(supported)  # counted after this query's own anchors
-                rec["gold_outside_admitted"] = len((gold - set(ids)) & extra_ids)
-            recs.append(rec)
-            bar.update(1)
-        seconds += sum(e.seconds for e in variants.values()); n_steps += len(qs) * len(variants)
-    return recs, comp, seconds, n_steps
-
-def _summarize_seed(recs, comp, policies, labels, ks, methods, beyond, ranks) -> dict:
-    "Per-seed means: metrics per policy per stage (and 'all'), calls, completion quality, expansion counts."
-    groups = {lab: [r for r in recs if r["stage"] == s] for s, lab in enumerate(labels)}
-    groups["all"] = recs
-    metric_names = list(recs[0]["metrics"][policies[0]])
-    out = {"metrics": {p: {g: {m: (float(np.mean([r["metrics"][p][m] for r in rs])) if rs else None)
-                               for m in metric_names} for g, rs in groups.items()} for p in policies},
-           "calls": {p: {g: int(sum(r["calls"][p] for r in rs)) for g, rs in groups.items()} for p in policies},
-           "n_queries": {g: len(rs) for g, rs in groups.items()},
-           "by_category": {}, "completion": {}, "pool": {}}
-    cats = sorted({r["category"] or "all" for r in recs})
-    for p in policies:
-        out["by_category"][p] = {c: float(np.mean([r["metrics"][p][f"recall@{ks[0]}"] for r in recs
-                                                   if (r["category"] or "all") == c])) for c in cats}
-    for mth in methods:
-        out["completion"][mth] = {}
-        for s, lab in enumerate(labels + ["all"]):
-            parts = [x for (m2, st), xs in comp.items() if m2 == mth and (lab == "all" or st == s) for x in xs]
-            if not parts: out["completion"][mth][lab] = {"rmse": None, "auc": None}; continue
-            pred = np.concatenate([p for p, _, _ in parts]); true = np.concatenate([t for _, t, _ in parts])
-            rmse = None if mth == "similarity" else float(np.sqrt(np.mean((pred - true) ** 2)))
-            aucs = [roc_auc(p, g) for p, _, g in parts if 0 < g.sum() < len(g)]  # within-query ranking quality
-            out["completion"][mth][lab] = {"rmse": rmse, "auc": float(np.mean(aucs)) if aucs else None}
-    out["pool"] = {g: {"gold_in_pool": float(np.mean([r["gold_in_pool"] for r in rs])) if rs else None,
-                       "all_gold_in_pool": float(np.mean([r["all_gold_in_pool"] for r in rs])) if rs else None}
-                   for g, rs in groups.items()}
-    if beyond:
-        out["expansion"] = {**{f"admitted@{k}": float(np.mean([r[f"admitted@{k}"] for r in recs])) for k in ks},
-                            **{f"admitted_gold@{k}": float(np.mean([r[f"admitted_gold@{k}"] for r in recs])) for k in ks},
-                            "queries_with_gold_outside_pool": int(sum(r["gold_outside_pool"] > 0 for r in recs)),
-                            "gold_outside_pool": int(sum(r["gold_outside_pool"] for r in recs)),
-                            "gold_outside_supported": int(sum(r["gold_outside_supported"] for r in recs)),
-                            "gold_outside_admitted": int(sum(r["gold_outside_admitted"] for r in recs))}
+@patch
+def _predict(self: EARM, col, with_std=True):
+    t0 = time.perf_counter()
+    out = self.completer.predict(self.matrix, col, return_std=with_std)
+    self.seconds += time.perf_counter() - t0
     return out
 
-def _combine_seeds(per_seed, policies, labels, ks, methods, ranks, streams, N, budgets, seeds, reg, stores, beyond) -> dict:
-    "Mean ± std over seeds of everything `_summarize_seed` produced, plus the derived comparisons."
-    groups = labels + ["all"]
-    ms = lambda f: _mean_std([f(s) for s in per_seed])
-    metric_names = list(per_seed[0]["metrics"][policies[0]]["all"])
-    res = {"config": {"n_candidates": N, "budgets": list(budgets), "ratios": [b / N for b in budgets], "ks": list(ks),
-                      "ranks": list(ranks), "reg": reg, "seeds": list(seeds), "stores": list(stores),
-                      "banks": [s[0] for s in streams], "block_sizes": {s[0]: s[4].block_size for s in streams},
-                      "queries": sum(len(s[2]) for s in streams)},
-           "stages": [{"stage": lab, "budget": budgets[i], "ratio": budgets[i] / N,
-                       "n_queries": per_seed[0]["n_queries"][lab]} for i, lab in enumerate(labels)],
-           "policies": policies}
-    res["metrics"] = {p: {g: {m: ms(lambda s: s["metrics"][p][g][m]) for m in metric_names} for g in groups} for p in policies}
-    res["calls"] = {p: {g: ms(lambda s: s["calls"][p][g]) for g in groups} for p in policies}
-    res["call_ratio"] = {p: {g: ms(lambda s: s["calls"][p][g] / s["calls"]["full"][g] if s["calls"]["full"][g] else None)
-                             for g in groups} for p in policies}
-    res["by_category"] = {p: {c: ms(lambda s: s["by_category"][p][c]) for c in per_seed[0]["by_category"][p]}
-                          for p in policies}
-    res["completion"] = {m: {g: {k: ms(lambda s: s["completion"][m][g][k]) for k in ("rmse", "auc")} for g in groups}
-                         for m in methods}
-    res["pool"] = {g: {k: ms(lambda s: s["pool"][g][k]) for k in ("gold_in_pool", "all_gold_in_pool")} for g in groups}
-    def diff(a, b, g, m):
-        def f(s):
-            x, y = s["metrics"][a][g][m], s["metrics"][b][g][m]
-            return None if x is None or y is None else x - y
-        return f
-    def share(p, g, m):
-        def f(s):
-            x, lo, hi = (s["metrics"][q][g][m] for q in (p, "semantic", "full"))
-            if x is None or lo is None or hi is None or abs(hi - lo) < 1e-12: return None
-            return (x - lo) / (hi - lo)
-        return f
-    res["decomposition"] = {f"r{r}": {g: {f"recall@{k}": {"observed_minus_semantic": ms(diff("observed", "semantic", g, f"recall@{k}")),
-                                                           "mixed_minus_observed": ms(diff(f"mixed-r{r}", "observed", g, f"recall@{k}"))}
-                                          for k in ks} for g in groups} for r in ranks}
-    res["recovery"] = {p: {g: {f"recall@{k}": ms(share(p, g, f"recall@{k}")) for k in ks} for g in groups}
-                       for p in policies if p not in ("semantic", "full")}
-    if beyond: res["expansion"] = {k: ms(lambda s: s["expansion"][k]) for k in per_seed[0]["expansion"]}
-    res["seconds_per_seed"] = ms(lambda s: s["seconds"])
-    res["completion_ms_per_step"] = ms(lambda s: s["completion_ms_per_step"])
-    res["per_seed"] = per_seed
-    return res
+@patch
+def _ucb(self: EARM, mean, std, taken, m) -> np.ndarray:
+    "The `m` unscored candidates with the largest mean + κ·std (ties broken at random, seeded)."
+    free = np.setdiff1d(np.arange(len(mean)), taken)
+    if m <= 0 or not len(free): return np.zeros(0, np.int64)
+    u = mean[free] + self.kappa * std[free]
+    order = np.lexsort((self.rng.random(len(free)), -u))
+    return free[order[:m]]
 
-# %% ../nbs/07_completion.ipynb #c9bcf3b8
-def _fmt(d, pct: bool = True, digits: int = 1) -> str:
-    if d is None or d.get("mean") is None: return "—"
-    f = 100 if pct else 1
-    return f"{d['mean'] * f:.{digits}f} ± {d['std'] * f:.{digits}f}"
+@patch
+def _adaptive_budget(self: EARM, mean, std, head, h: int, fixed: int) -> int:
+    "The schedule's budget scaled by this query's uncertainty over its running mean, within the credit account."
+    N = self.n_candidates
+    free = np.setdiff1d(np.arange(N), head)
+    region = free[_order(mean[free])[:2 * self.context_size]]
+    u = float(std[region].mean())
+    ubar = self._u_sum / self._u_n if self._u_n else u
+    self._u_sum += u; self._u_n += 1
+    want = int(round(fixed * u / ubar)) if ubar > 0 else fixed
+    b = int(min(max(h, want), N, max(h, self.credit)))
+    self.credit -= b
+    return b
 
-def format_earm_table(results: dict) -> str:
-    "The EARM results as Markdown tables (percentages, mean ± std over seeds)."
-    cfg, stages, pols = results["config"], results["stages"], results["policies"]
-    groups = [s["stage"] for s in stages] + ["all"]
-    head = [f"{s['stage']} ({s['ratio']:.1%}, {s['n_queries']} q)" for s in stages] + ["all"]
-    out = [f"EARM: N={cfg['n_candidates']}, budgets {cfg['budgets']}, {cfg['queries']} queries in {len(cfg['banks'])} "
-           f"banks, seeds {cfg['seeds']} (mean ± std, %)", ""]
-    for k in cfg["ks"]:
-        for m in (f"recall@{k}", f"hit@{k}", f"ndcg@{k}"):
-            out += [f"**{m}**", "", "| policy | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
-            out += [f"| {p} | " + " | ".join(_fmt(results["metrics"][p][g][m]) for g in groups) + " |" for p in pols]
-            out.append("")
-    out += ["**scorer calls (share of Full's)**", "", "| policy | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
-    out += [f"| {p} | " + " | ".join(_fmt(results["call_ratio"][p][g]) for g in groups) + " |" for p in pols]
-    out += ["", "| policy | total calls |", "|---|---|"]
-    out += [f"| {p} | {_fmt(results['calls'][p]['all'], pct=False, digits=0)} |" for p in pols]
-    for k in cfg["ks"]:
-        out += ["", f"**decomposition, recall@{k} (points)**", "", "| rank | part | " + " | ".join(head) + " |",
-                "|---" * (len(head) + 2) + "|"]
-        for r, d in results["decomposition"].items():
-            for part in ("observed_minus_semantic", "mixed_minus_observed"):
-                out.append(f"| {r} | {part.replace('_', ' ')} | " + " | ".join(_fmt(d[g][f'recall@{k}'][part]) for g in groups) + " |")
-        out += ["", f"**share of Full's gain over Semantic recovered, recall@{k}**", "",
-                "| policy | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
-        out += [f"| {p} | " + " | ".join(_fmt(results["recovery"][p][g][f"recall@{k}"], digits=0) for g in groups) + " |"
-                for p in results["recovery"]]
-    out += ["", "**completion on held-out candidates (RMSE vs. direct scores; mean per-query AUC for gold)**", "",
-            "| method | " + " | ".join(f"{h} RMSE / AUC" for h in head[1:]) + " |", "|---" * len(head) + "|"]
-    for mth, d in results["completion"].items():
-        out.append(f"| {mth} | " + " | ".join(f"{_fmt(d[g]['rmse'], pct=False, digits=3)} / {_fmt(d[g]['auc'], pct=False, digits=3)}"
-                                              for g in groups[1:]) + " |")
-    out += ["", f"gold in the N-pool: any {_fmt(results['pool']['all']['gold_in_pool'])}, "
-                f"all {_fmt(results['pool']['all']['all_gold_in_pool'])}"]
-    if "expansion" in results:
-        e = results["expansion"]
-        out += ["", "**search expansion (outside-pool memories with history)**: " + ", ".join(
-            f"{k} {_fmt(v, pct=False, digits=2)}" for k, v in e.items())]
-    out += ["", f"time per seed {_fmt(results['seconds_per_seed'], pct=False, digits=1)} s; completion "
-                f"{_fmt(results['completion_ms_per_step'], pct=False, digits=2)} ms per EARM step"]
-    return "\n".join(out)
+# %% ../nbs/07_completion.ipynb #45b2227c
+@patch
+def _anchors(self: EARM, query, candidates, col, fixed: int) -> tuple:
+    "(anchor positions, their observed scores) for a query whose schedule budget is `fixed`."
+    N = self.n_candidates
+    if fixed >= N:  # a full-budget stage: every candidate is an anchor
+        anchors = np.arange(N)
+    elif self.budget_mode == "fixed" and self.anchor_mode == "split":
+        anchors = split_anchors(N, fixed, self.rng, self.head_fraction)
+    else: return self._anchors_by_uncertainty(query, candidates, col, fixed)
+    return anchors, self._observe(query, candidates, col, anchors)
 
-def plot_earm(results: dict, path: str | Path, metric: str = "recall") -> Path:
-    "`metric`@K by budget stage (top row) and its gain over Semantic on the same queries (bottom row); a PNG, atomically."
-    import io
-    import matplotlib; matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    cfg, stages, pols = results["config"], results["stages"], results["policies"]
-    x = np.arange(len(stages))
-    fig, axes = plt.subplots(2, len(cfg["ks"]), figsize=(5.2 * len(cfg["ks"]) + 1.8, 7), squeeze=False, sharex=True)
-    for j, k in enumerate(cfg["ks"]):
-        m = f"{metric}@{k}"
-        sem = np.array([results["metrics"]["semantic"][s["stage"]][m]["mean"] for s in stages], float)
-        for i, p in enumerate(pols):
-            d = [results["metrics"][p][s["stage"]][m] for s in stages]
-            mean = np.array([np.nan if v["mean"] is None else v["mean"] for v in d], float)
-            std = np.array([0 if v["std"] is None else v["std"] for v in d], float)
-            style = dict(ls="--", lw=2) if p in ("semantic", "full") else dict(lw=1.3)
-            off = (i - len(pols) / 2) * 0.012  # a small horizontal offset so error bars do not hide each other
-            axes[0][j].errorbar(x + off, 100 * mean, yerr=100 * std, marker="o", ms=4, capsize=2, label=p, **style)
-            axes[1][j].errorbar(x + off, 100 * (mean - sem), yerr=100 * std, marker="o", ms=4, capsize=2, label=p, **style)
-        axes[0][j].set_title(f"top-{k}: {m} (N={cfg['n_candidates']}, {len(cfg['seeds'])} seeds, mean ± std)")
-        axes[0][j].set_ylabel(f"{m} (%)"); axes[1][j].set_ylabel(f"{m} − Semantic (points)")
-        axes[1][j].axhline(0, color="k", lw=0.8)
-        axes[1][j].set_xticks(x); axes[1][j].set_xticklabels([f"{s['stage']}\n{s['ratio']:.1%}" for s in stages])
-        axes[1][j].set_xlabel("budget stage (direct-scoring ratio)")
-        for a in axes[:, j]: a.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=110); plt.close(fig)
-    atomic_write(path, buf.getvalue())
-    return Path(path)
+@patch
+def _anchors_by_uncertainty(self: EARM, query, candidates, col, fixed: int) -> tuple:
+    "Head first, then the tail by UCB on the completion given the head (and, adaptively, a budget of its own)."
+    if self.budget_mode == "adaptive":
+        self.credit += fixed
+        h = max(1, math.ceil(self.head_fraction * min(self.schedule.budgets)))
+    else: h = min(fixed, math.ceil(self.head_fraction * fixed))
+    head = np.arange(h)
+    obs_head = self._observe(query, candidates, col, head)
+    mean, std = self._predict(col)
+    b = self._adaptive_budget(mean, std, head, h, fixed) if self.budget_mode == "adaptive" else fixed
+    tail = self._ucb(mean, std, head, b - h)
+    anchors = np.concatenate([head, tail]).astype(np.int64)
+    return anchors, np.concatenate([obs_head, self._observe(query, candidates, col, tail)])
+
+@patch
+def _expansion(self: EARM, col, candidates) -> tuple:
+    "(admitted outside-pool memories, their lower-bound scores): history-supported and confidently relevant now."
+    if self.expand_support is None: return [], np.zeros(0)
+    outside = np.setdiff1d(np.flatnonzero(self.best >= self.expand_support), self.matrix.retrieved(col))
+    if not len(outside): return [], np.zeros(0)
+    t0 = time.perf_counter()
+    sims_x = self.bank.embeddings[outside] @ candidates.q  # their retriever similarity (not in the pool)
+    mean_x, std_x = self.completer._predict_rows(self.matrix, col, outside, return_std=True, similarity=sims_x)
+    self.seconds += time.perf_counter() - t0
+    lower = mean_x - self.expand_penalty * std_x
+    keep = lower >= self.expand_threshold
+    return [self.bank.memories[i] for i in outside[keep]], np.clip(lower[keep], 0.0, 1.0)
+
+# %% ../nbs/07_completion.ipynb #248ea347
+@patch
+def _pool(self: EARM, query: Query, q, candidates: Candidates | None) -> Candidates:
+    "The query's N semantic candidates: retrieved with `q`, or the given ones checked."
+    if not isinstance(query, Query): raise TypeError(f"query: expected an earmem.core.Query, got {type(query).__name__}")
+    N = self.n_candidates
+    if candidates is None:
+        if q is None: raise ValueError("q: give the query embedding (or precomputed candidates)")
+        return self.bank.candidates(q, N, query)
+    if len(candidates) != N: raise ValueError(f"candidates: expected the N={N} candidates of the query, got {len(candidates)}")
+    return candidates
+
+@patch
+def step(self: EARM, query: Query, q=None, candidates: Candidates | None = None) -> EARMStep:
+    "Retrieve, score anchors, complete, rank; then absorb the query's scores into the experience."
+    candidates = self._pool(query, q, candidates)
+    col = self.matrix.add_query(query.id, candidates.ids, similarity=candidates.scores)
+    fixed, stage = self.schedule.budget(col, self.n_candidates), self.schedule.stage(col)
+    anchors, observed = self._anchors(query, candidates, col, fixed)
+    completed, std = self._predict(col)
+    extra, extra_scores = self._expansion(col, candidates)
+    t0 = time.perf_counter()
+    self.completer.partial_fit(self.matrix, col)
+    self.seconds += time.perf_counter() - t0
+    rows = self.matrix.retrieved(col)[anchors]  # bank positions (rows were registered in bank order)
+    self.best[rows] = np.maximum(self.best[rows], observed)
+    return EARMStep(query, col, stage, len(anchors), candidates, anchors, observed, completed, std,
+                    extra, extra_scores, self.positions)

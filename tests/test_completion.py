@@ -1,14 +1,15 @@
-"Property-based and integration tests of earmem.completion (EARM) that do not fit the notebook."
+"Property-based and integration tests of earmem.completion (EARM) and earmem.earm (its experiment) that do not fit the notebooks."
 import json, os
 from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given, settings, HealthCheck, strategies as st
 import fastcore.test as fct
-from earmem.core import Memory, Query
-from earmem.completion import (ExperienceMatrix, LowRankCompleter, EARM, StageSchedule, ToyBenchmark, CountingScorer,
-                               online_predictions, synthetic_scores, split_anchors, run_earm, format_earm_table,
-                               plot_earm, svd_baseline, OBSERVED, RETRIEVED, NOT_RETRIEVED)
+from earmem.core import Memory, Query, recall_at_k
+from earmem.toys import ToyBenchmark, synthetic_scores
+from earmem.completion import (ExperienceMatrix, LowRankCompleter, EARM, StageSchedule, CountingScorer,
+                               online_predictions, split_anchors, svd_baseline, OBSERVED, RETRIEVED, NOT_RETRIEVED)
+from earmem.earm import run_earm, format_earm_table, plot_earm
 
 
 def _stream(S, n_candidates, budgets, seed, tail_from=None, tail_seed=0):
@@ -128,17 +129,38 @@ def test_svd_baseline_solvers_agree():
     assert np.abs(g - s).max() < 1e-3
 
 
-def test_run_earm_toy_smoke(tmp_path):
+PINNED_FULL_R5, PINNED_MIXED_R5 = 0.9, 0.55  # from the pre-split earmem.completion.run_earm on the same toy
+
+
+def test_run_earm_toy_values(tmp_path):
+    "run_earm's numbers against an independent recomputation, the schedule's call count and pinned values."
     toy = ToyBenchmark(n_banks=1, n_memories=120, n_queries=20, seed=2)
-    res = run_earm(toy, toy.encoder, n_candidates=60, ks=(5,), ranks=(2,), seeds=(0,), blocks=5,
+    res = run_earm(toy, toy.encoder, n_candidates=60, context_sizes=(5,), ranks=(2,), seeds=(0,), blocks=5,
                    scorer_factory=toy.scorer, progress=False)
-    json.loads(json.dumps(res))
-    assert "mixed-r2" in format_earm_table(res)
+    assert json.loads(json.dumps(res))["config"]["context_sizes"] == [5]
+    # Semantic recall@5, recomputed from the frozen retriever alone
+    bank, qs = toy.memory_banks()["toy-0"], toy.query_objects()
+    qv = toy.encoder.encode_queries([q.text for q in qs])
+    sem = np.mean([recall_at_k(bank.candidates(v, 60, q).ids, set(q.gold), 5) for q, v in zip(qs, qv)])
+    assert res["metrics"]["semantic"]["all"]["recall@5"]["mean"] == pytest.approx(sem)
+    sched = StageSchedule.for_stream(20, res["config"]["budgets"], 5)
+    assert res["calls"]["full"]["all"]["mean"] == 20 * 60
+    assert res["calls"]["mixed-r2"]["all"]["mean"] == sched.total_calls(20)
+    assert sum(s["n_queries"] for s in res["stages"]) == 20
+    assert res["metrics"]["mixed-r2"]["B1"]["recall@5"] == res["metrics"]["full"]["B1"]["recall@5"]  # B1 scores everything
+    # pinned on this toy (same seeds → same numbers; values checked equal to the code before the 07/11 split)
+    assert res["metrics"]["full"]["all"]["recall@5"]["mean"] == pytest.approx(PINNED_FULL_R5)
+    assert res["metrics"]["mixed-r2"]["all"]["recall@5"]["mean"] == pytest.approx(PINNED_MIXED_R5)
+    table = format_earm_table(res)
+    assert f"| mixed-r2 | " in table and _fmt_pct(res["metrics"]["mixed-r2"]["all"]["recall@5"]) in table
     assert plot_earm(res, tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match=r"^n_candidates: N=500 is larger than bank"):
         run_earm(toy, toy.encoder, n_candidates=500, seeds=(0,), scorer_factory=toy.scorer, progress=False)
     with pytest.raises(ValueError, match=r"^banks: unknown memory bank"):
         run_earm(toy, toy.encoder, n_candidates=60, banks=["nope"], scorer_factory=toy.scorer, progress=False)
+
+
+def _fmt_pct(d): return f"{100 * d['mean']:.1f} ± {100 * d['std']:.1f}"
 
 
 @pytest.mark.slow

@@ -381,7 +381,7 @@ def create_store_folder(p: Path, manifest: dict) -> dict:
 
 # %% ../nbs/13_storage.ipynb #5cf42665
 class SQLiteBackend:
-    "Rows, vectors and transactions of one store folder: SQLite (WAL) plus its in-memory `_Index` mirror."
+    "Rows, vectors and transactions of one store folder: SQLite (WAL) plus its in-memory index mirror."
     def __init__(self, path: Path, dim: int, readonly: bool = False):
         self.path, self.dim, self.readonly = Path(path), dim, readonly
         self.db, self.index, self.rev, self.learner = None, _Index(dim), 0, ""

@@ -1,7 +1,7 @@
 """Tests of the agent-facing MemoryStore (earmem.memory) that do not fit the notebook: persistence across processes,
 one writer + readers, SIGKILL in the middle of a batch and of a learner checkpoint, dedupe, recency, the relevance
-floor, the injection budget (property-based), bad input, the CLI, the tool interface, and one run with the real
-bundled encoder."""
+floor, the injection budget (property-based), bad input, the tool interface, and one run with the real bundled
+encoder. (The `earmem memory` command line is tested in tests/test_cli.py.)"""
 import json
 import os
 import signal
@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastcore.test as fct
-from earmem.memory import (DAY, KINDS, HashingEncoder, Hit, MemoryRecord, MemoryStore, StoreConfig, iso, memory_cli,
-                           provenance_line, to_epoch)
+from earmem.agent import Hit, MemoryRecord, provenance_line
+from earmem.hygiene import DAY, KINDS, HashingEncoder, StoreConfig, iso, to_epoch
+from earmem.memory import MemoryStore
 from earmem.toys import planted_stream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +58,7 @@ QUERIES = ["which database did Dana choose for orders", "why did the CI pipeline
 WRITER = """
 import json, sys
 from earmem.memory import *
+from earmem.hygiene import HashingEncoder, StoreConfig
 path, memories, queries = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 clock = lambda: 1.78e9
 s = MemoryStore(path, encoder=HashingEncoder(32), clock=clock,
@@ -72,6 +74,7 @@ for epoch in range(3):
 READER = """
 import json, sys
 from earmem.memory import *
+from earmem.hygiene import HashingEncoder, StoreConfig
 path, queries = sys.argv[1], json.loads(sys.argv[2])
 s = MemoryStore(path, readonly=True, clock=lambda: 1.78e9)
 print(json.dumps({q: [[h.id, h.score, h.relevance, h.frozen_relevance] for h in s.search(q, k=4)] for q in queries}))
@@ -128,6 +131,7 @@ def test_reader_follows_writer(tmp_path):
 BATCH_WRITER = """
 import sys, numpy as np
 from earmem.memory import *
+from earmem.hygiene import HashingEncoder, StoreConfig
 from earmem.core import unit_rows
 s = MemoryStore(sys.argv[1], encoder=HashingEncoder(64))
 rng = np.random.default_rng(0)
@@ -190,6 +194,7 @@ def test_sigkill_mid_batch_loses_no_committed_memory(tmp_path):
 FEEDBACK_WRITER = """
 import sys
 from earmem.memory import *
+from earmem.hygiene import HashingEncoder, StoreConfig
 s = MemoryStore(sys.argv[1], config=StoreConfig(min_relevance=0.0, checkpoint_every=1, ear={"s": 3}))
 i = 0
 while True:
@@ -395,7 +400,7 @@ def test_bad_input_clear_errors(tmp_path):
     with pytest.raises(TypeError, match="^text: expected a string"): s.add(None, "fact")
     with pytest.raises(ValueError, match="^kind: expected one of"): s.add("x", "gossip")
     with pytest.raises(ValueError, match=r"^items\[1\]\.kind"): s.add_many([{"text": "a", "kind": "fact"}, {"text": "b", "kind": "x"}])
-    with pytest.raises(ValueError, match="^importance: expected a number in"): s.add("x", "fact", importance=1.5)
+    with pytest.raises(ValueError, match="^importance: expected a finite number"): s.add("x", "fact", importance=1.5)
     with pytest.raises(ValueError, match="^timestamp: could not read"): s.add("x", "fact", timestamp="yesterday-ish")
     with pytest.raises(ValueError, match="^budget_tokens: expected a positive integer"): s.inject([], 0)
     with pytest.raises(ValueError, match="^budget_tokens"): s.inject([], 2.5)
@@ -464,54 +469,7 @@ def test_refuses_foreign_and_corrupted_folders(tmp_path):
     assert not db.exists()
 
 
-# ---- CLI and tools ----------------------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("cmd", [[], ["add"], ["search"], ["inject"], ["stats"], ["export"], ["bench"]])
-def test_cli_help(cmd, capsys):
-    with pytest.raises(SystemExit) as e: memory_cli([*cmd, "--help"])
-    fct.test_eq(e.value.code, 0)
-    out = capsys.readouterr().out
-    assert out.startswith("usage: earmem memory") and "--help" in out
-
-
-def test_cli_round_trip(tmp_path, capsys):
-    store = str(tmp_path / "cli")
-    def run(*argv):
-        code = memory_cli([*argv, "--store", store] if argv[0] not in ("bench",) else list(argv))
-        out, err = capsys.readouterr()
-        return code, out, err
-    fct.test_eq(run("add", "Dana chose Postgres for orders", "--kind", "decision", "--entity", "Dana", "--encoder", "hashing-32"),
-                (0, "inserted m1\n", ""))
-    code, out, _ = run("add", "Dana chose Postgres for orders.", "--kind", "decision", "--entity", "Dana", "--json")
-    fct.test_eq((code, json.loads(out)["action"]), (0, "merged"))
-    run("add", "CI failed: the runner ran out of disk", "--kind", "failure", "--timestamp", "2026-02-01")
-    code, out, _ = run("search", "Postgres orders Dana", "-k", "2")
-    assert code == 0 and out.startswith("1. [m1]")
-    code, out, _ = run("search", "Postgres orders Dana", "--explain", "--kind", "decision")
-    assert "relevance" in out and "recency" in out
-    code, out, _ = run("search", "orchestral music", "--json")
-    fct.test_eq(json.loads(out)["hits"], [])
-    code, out, _ = run("inject", "Postgres orders Dana", "--budget", "40")
-    assert code == 0 and "From memory (" in out
-    code, out, _ = run("stats", "--json")
-    fct.test_eq((json.loads(out)["memories"], json.loads(out)["by_kind"]), (2, {"decision": 1, "failure": 1}))
-    code, out, _ = run("export", str(tmp_path / "out.jsonl"))
-    fct.test_eq(len((tmp_path / "out.jsonl").read_text().splitlines()), 2)
-    code, out, err = run("inject", "x", "--budget", "0")
-    fct.test_eq(code, 2); assert err.startswith("error: budget_tokens: expected a positive integer")
-    code, out, err = run("add", "x", "--kind", "fact", "--encoder", "hashing-16")
-    fct.test_eq(code, 2); assert "encoder: the store" in err
-
-
-def test_cli_registers_in_a_parent_parser():
-    import argparse
-    from earmem.memory import add_memory_parser, run_memory_command
-    parser = argparse.ArgumentParser(prog="earmem")
-    add_memory_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["memory", "stats", "--store", "nowhere-xyz"])
-    fct.test_eq(args.command, "memory")
-    fct.test_eq(run_memory_command(args), 2)                 # missing store: a one-line error, exit 2
-
+# ---- tools ----------------------------------------------------------------------------------------------------------
 
 def test_tool_interface(tmp_path):
     s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64))
@@ -564,7 +522,7 @@ def test_real_encoder(tmp_path):
 
 def test_bf16_shortlist_matches_exact_scan(tmp_path, monkeypatch):
     "Big scans use a bfloat16 shortlist with exact rescoring: same hits and cosines as the plain float32 scan."
-    import earmem.memory as mm
+    import earmem.storage as storage
     from earmem.core import unit_rows
     rng = np.random.default_rng(0)
     n, d = 24_000, 64
@@ -576,17 +534,11 @@ def test_bf16_shortlist_matches_exact_scan(tmp_path, monkeypatch):
     approx = [s.search(q, k=20, touch=False) for q in Q]
     assert s._index._bf16 is not None                      # the shortlist path was taken
     err = max(np.abs(s._index.approx_scores(q) - E @ q).max() for q in Q)
-    assert err <= mm.APPROX_EPS / 2, err
-    monkeypatch.setattr(mm, "APPROX_MIN_ROWS", 10 ** 9)
+    assert err <= storage.APPROX_EPS / 2, err
+    monkeypatch.setattr(storage, "APPROX_MIN_ROWS", 10 ** 9)
     for q, a in zip(Q, approx):
         b = s.search(q, k=20, touch=False)
         fct.test_eq(a.ids, b.ids)
         fct.test_eq([m.id for m in a.candidates.memories], [m.id for m in b.candidates.memories])
         fct.test_close(a.candidates.scores, b.candidates.scores, eps=1e-6)
     s.close()
-
-
-def test_cli_search_does_not_create_a_store(tmp_path, capsys):
-    missing = tmp_path / "nothing-here"
-    fct.test_eq(memory_cli(["search", "anything", "--store", str(missing)]), 2)
-    assert "no memory store" in capsys.readouterr().err and not missing.exists()

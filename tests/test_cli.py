@@ -1,6 +1,7 @@
-"""Tests of the `earmem` command line (earmem.evaluation.main): help on every command, one-line errors with exit code 2,
-and a full run on a tiny LoCoMo-format file. In-process through `main([...])`, plus a few subprocess runs of the
-installed console script."""
+"""Tests of the `earmem` command line (earmem.cli.main): help on every command, one-line errors with exit code 2,
+a full run on a tiny LoCoMo-format file in the mode spellings and their older flag spellings, and the `earmem memory`
+commands. In-process through `main([...])`, plus a few subprocess runs of `python -m earmem.cli` and of the installed
+console script."""
 import json
 import os
 import shutil
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from earmem.cli import main, memory_cli
 from earmem.data import tiny_locomo
-from earmem.evaluation import METHODS, main
+from earmem.evaluation import METHODS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -46,7 +48,9 @@ def one_line_error(err: str, contains: str):
 
 # ---- help -------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("argv", [["--help"], ["reproduce", "--help"], ["reproduce", "locomo", "--help"],
-                                  ["reproduce", "longmemeval", "--help"]])
+                                  ["reproduce", "longmemeval", "--help"], ["reproduce", "locomo", "tables", "--help"],
+                                  ["reproduce", "locomo", "method", "--help"], ["reproduce", "locomo", "analysis", "--help"],
+                                  ["reproduce", "longmemeval", "earm", "--help"], ["memory", "--help"]])
 def test_help(capsys, argv):
     code, out, _ = run(capsys, *argv)
     assert code == 0 and out.startswith("usage: earmem")
@@ -57,6 +61,16 @@ def test_help_lists_options_and_methods(capsys):
     for opt in ("--method", "--split", "--encoder", "--k", "--K", "--seed", "--json", "--data", "--quiet"):
         assert opt in out
     assert all(m in out for m in METHODS)
+    _, out, _ = run(capsys, "reproduce", "locomo", "method", "--help")
+    assert all(m in out for m in METHODS) and "--split" in out and "--seeds" not in out
+
+
+def test_help_says_what_k_and_K_are(capsys):
+    "--k is the Recall@k / Hit@k cut-off and slate size s; --K is EAR's candidate count."
+    _, out, _ = run(capsys, "reproduce", "locomo", "--help")
+    text = " ".join(out.split())
+    assert "k, the cut-off of Recall@k and Hit@k, which is also the slate size s" in text
+    assert "K, EAR's candidate count" in text
 
 
 def test_version(capsys):
@@ -71,6 +85,11 @@ def test_version(capsys):
     (["reproduce", "nosuchbench"], "invalid choice"),
     (["reproduce", "locomo", "--split", "train"], "invalid choice: 'train'"),
     (["reproduce", "locomo", "--method", "oracle"], "invalid choice: 'oracle'"),
+    (["reproduce", "locomo", "method", "oracle"], "invalid choice: 'oracle'"),
+    (["reproduce", "locomo", "method"], "required"),
+    (["reproduce", "locomo", "earm", "--methods", "all"], "unrecognized arguments"),
+    (["memory"], "required"),
+    (["memory", "add", "x"], "--kind"),
     (["reproduce", "locomo", "--k", "five"], "invalid int value"),
     (["reproduce", "locomo", "--bogus"], "unrecognized arguments"),
 ])
@@ -217,6 +236,8 @@ def _script():
     exe = shutil.which("earmem") or str(Path(sys.executable).parent / "earmem")
     if not Path(exe).exists():
         pytest.skip("the earmem console script is not installed (pip install -e .)")
+    if "earmem.cli" not in Path(exe).read_text(errors="replace"):
+        pytest.skip("the installed earmem console script predates earmem.cli (pip install -e . again)")
     return exe
 
 
@@ -276,9 +297,10 @@ def test_tables_mode_errors(env, capsys, argv, contains):
     one_line_error(err, contains)
 
 
-def test_earm_tiny(env, capsys, tmp_path):
-    "`--earm` runs the EARM experiment and writes its report and figure."
-    code, out, err = run(capsys, "reproduce", "locomo", "--earm", "--N", "4", "--seeds", "1", "--out", str(tmp_path), "--quiet")
+@pytest.mark.parametrize("spelling", [["earm"], ["--earm"]])
+def test_earm_tiny(env, capsys, tmp_path, spelling):
+    "`earm` (or `--earm`) runs the EARM experiment and writes its report and figure."
+    code, out, err = run(capsys, "reproduce", "locomo", *spelling, "--N", "4", "--seeds", "1", "--out", str(tmp_path), "--quiet")
     assert code == 0, err
     assert "recall@10" in out and "scorer calls" in out
     assert (tmp_path / "locomo-earm.png").stat().st_size > 0
@@ -290,3 +312,104 @@ def test_earm_alone(env, capsys):
     code, _, err = run(capsys, "reproduce", "locomo", "--earm", "--method", "retriever", "--quiet")
     assert code == 2
     one_line_error(err, "earm: --earm runs alone")
+    code, _, err = run(capsys, "reproduce", "locomo", "--method", "retriever", "tables", "--quiet")
+    assert code == 2
+    one_line_error(err, "method: --method runs alone, without tables")
+    code, _, err = run(capsys, "reproduce", "locomo", "tables", "--method", "retriever", "--quiet")
+    assert code == 2 and "unrecognized arguments: --method" in err       # the older spellings come before the mode
+
+
+# ---- the mode spellings and their older flag spellings ---------------------------------------------------------------
+def test_mode_and_flag_spellings_agree(env, capsys, tmp_path):
+    "`method NAME` = `--method NAME`, `tables LIST` = `--methods LIST`: the same reports, whatever the option order."
+    common = ["--K", "4", "--k", "2", "--quiet"]
+    reports = {}
+    for name, argv in {"mode": ["method", "retriever", "--split", "all"],
+                       "flag": ["--method", "retriever", "--split", "all"],
+                       "mixed": ["--split", "all", "method", "retriever"]}.items():
+        code, out, err = run(capsys, "reproduce", "locomo", *argv, *common, "--json", str(tmp_path / f"{name}.json"))
+        assert (code, err) == (0, ""), err
+        reports[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    assert reports["mode"]["results"] == reports["flag"]["results"] == reports["mixed"]["results"]
+    assert reports["mode"]["config"] == reports["flag"]["config"]
+    for name, argv in {"mode": ["tables", "retriever,rl"], "flag": ["--methods", "retriever,rl"]}.items():
+        code, out, err = run(capsys, "reproduce", "locomo", *argv, "--seeds", "1", "--jobs", "1", "--test-size", "0.5",
+                             *common, "--json", str(tmp_path / f"t-{name}.json"))
+        assert (code, err) == (0, ""), err
+        reports[name] = json.loads((tmp_path / f"t-{name}.json").read_text())
+    ms = [{m: v["per_seed_recall"] for m, v in reports[n]["paper"]["methods"].items()} for n in ("mode", "flag")]
+    assert ms[0] == ms[1] and set(ms[0]) == {"retriever", "rl"}
+
+
+def test_python_dash_m(env, tmp_path):
+    "`python -m earmem.cli` is the same command."
+    r = subprocess.run([sys.executable, "-m", "earmem.cli", "reproduce", "locomo", "method", "retriever", "--split", "all",
+                        "--K", "4", "--k", "2", "--json", str(tmp_path / "r.json"), "--quiet"],
+                       capture_output=True, text=True, timeout=300, env={**os.environ})
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert r.stdout.startswith("LoCoMo · method retriever") and json.loads((tmp_path / "r.json").read_text())["table"][-1]["n"] == 8
+    r = subprocess.run([sys.executable, "-m", "earmem.cli", "reproduce", "locomo", "--k", "x"], capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+# ---- earmem memory (moved from tests/test_memory.py) -----------------------------------------------------------------
+@pytest.mark.parametrize("cmd", [[], ["add"], ["search"], ["inject"], ["stats"], ["export"], ["bench"]])
+def test_memory_cli_help(cmd, capsys):
+    code = memory_cli([*cmd, "--help"])
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith("usage: earmem memory") and "--help" in out
+    if cmd: assert "--json" in out
+
+
+def test_memory_cli_round_trip(tmp_path, capsys):
+    store = str(tmp_path / "cli")
+    def run(*argv):
+        code = memory_cli([*argv, "--store", store] if argv[0] not in ("bench",) else list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+    assert run("add", "Dana chose Postgres for orders", "--kind", "decision", "--entity", "Dana", "--encoder", "hashing-32") \
+        == (0, "inserted m1\n", "")
+    code, out, _ = run("add", "Dana chose Postgres for orders.", "--kind", "decision", "--entity", "Dana", "--json")
+    assert (code, json.loads(out)["action"]) == (0, "merged")
+    run("add", "CI failed: the runner ran out of disk", "--kind", "failure", "--timestamp", "2026-02-01")
+    code, out, _ = run("search", "Postgres orders Dana", "-k", "2")
+    assert code == 0 and out.startswith("1. [m1]")
+    code, out, _ = run("search", "Postgres orders Dana", "--explain", "--kind", "decision")
+    assert "relevance" in out and "recency" in out
+    code, out, _ = run("search", "orchestral music", "--json")
+    assert json.loads(out)["hits"] == []
+    code, out, _ = run("inject", "Postgres orders Dana", "--budget", "40")
+    assert code == 0 and "From memory (" in out
+    code, out, _ = run("inject", "Postgres orders Dana", "--budget", "40", "--json")
+    block = json.loads(out)
+    assert code == 0 and block["ids"][0] == "m1" and 0 < block["tokens"] <= 40 and "From memory (" in block["text"]
+    code, out, _ = run("stats", "--json")
+    assert (json.loads(out)["memories"], json.loads(out)["by_kind"]) == (2, {"decision": 1, "failure": 1})
+    code, out, _ = run("export", str(tmp_path / "out.jsonl"), "--json")
+    assert json.loads(out)["exported"] == 2 and len((tmp_path / "out.jsonl").read_text().splitlines()) == 2
+    code, out, err = run("inject", "x", "--budget", "0")
+    assert code == 2 and err.startswith("earmem: error: budget_tokens: expected a positive integer")
+    code, out, err = run("add", "x", "--kind", "fact", "--encoder", "hashing-16")
+    assert code == 2 and "encoder: the store" in err and len(err.strip().splitlines()) == 1
+
+
+def test_memory_cli_registers_in_a_parent_parser():
+    import argparse
+    from earmem.cli import add_memory_parser, run_memory_command
+    parser = argparse.ArgumentParser(prog="earmem")
+    add_memory_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["memory", "stats", "--store", "nowhere-xyz"])
+    assert args.command == "memory"
+    assert run_memory_command(args) == 2                 # missing store: a one-line error, exit 2
+
+
+def test_memory_cli_search_does_not_create_a_store(tmp_path, capsys):
+    missing = tmp_path / "nothing-here"
+    assert memory_cli(["search", "anything", "--store", str(missing)]) == 2
+    assert "no memory store" in capsys.readouterr().err and not missing.exists()
+
+
+def test_memory_cli_bench_json(capsys):
+    code = main(["memory", "bench", "--sizes", "300", "--dim", "16", "--queries", "5", "--quiet", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and rows[0]["memories"] == 300 and rows[0]["dim"] == 16 and rows[0]["add_per_s"] > 0

@@ -14,8 +14,9 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 from .core import atomic_write, check_int, hit_at_k, ndcg_at_k, recall_at_k
 from .critic import RelevanceSimulator, roc_auc
-from .completion import (EARM, PAPER_BLOCKS, PAPER_BUDGETS, CountingScorer, LowRankCompleter, StageSchedule,
-                               memory_mean_baseline, rank_full, svd_baseline)
+from .matrix import CountingScorer
+from .completion import LowRankCompleter, memory_mean_baseline, svd_baseline
+from .reranking import EARM, PAPER_BLOCKS, PAPER_BUDGETS, StageSchedule, rank_full
 
 # %% auto #0
 __all__ = ['run_earm', 'format_earm_table', 'plot_earm']

@@ -1,4 +1,4 @@
-"Property-based and integration tests of earmem.completion (EARM) and earmem.earm (its experiment) that do not fit the notebooks."
+"Property-based and integration tests of EARM (earmem.matrix, earmem.completion, earmem.reranking) and earmem.earm (its experiment) that do not fit the notebooks."
 import json, os
 from pathlib import Path
 import numpy as np
@@ -7,8 +7,9 @@ from hypothesis import given, settings, HealthCheck, strategies as st
 import fastcore.test as fct
 from earmem.core import Memory, Query, recall_at_k
 from earmem.toys import ToyBenchmark, synthetic_scores
-from earmem.completion import (ExperienceMatrix, LowRankCompleter, EARM, StageSchedule, CountingScorer,
-                               online_predictions, split_anchors, svd_baseline, OBSERVED, RETRIEVED, NOT_RETRIEVED)
+from earmem.matrix import ExperienceMatrix, CountingScorer, OBSERVED, RETRIEVED, NOT_RETRIEVED
+from earmem.completion import LowRankCompleter, online_predictions, svd_baseline
+from earmem.reranking import EARM, StageSchedule, split_anchors
 from earmem.earm import run_earm, format_earm_table, plot_earm
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 import torch
-from .core import Candidates, Encoder, Memory, Query, atomic_write, check_positive_int, evaluate
+from .core import Encoder, Query, atomic_write, check_positive_int, evaluate
 from .adapter import ResidualAdapter
 from .replay import EAR
 from .critic import CitationSimulator
@@ -19,14 +19,12 @@ from .evaluation import (Prepared, CriticSettings, Registry, TRAININGS, make_con
                                retrieve_candidates, train_learner)
 
 # %% auto #0
-__all__ = ['ANALYSES', 'register_analysis', 'STORES', 'CURVE_TRAININGS', 'PAPER_CLAIMS', 'BUDGET_TRAININGS', 'NOISE_LEVELS',
-           'TABLE6', 'TABLE7', 'TABLE8', 'LATENCY_METHODS', 'TABLE5', 'TABLE4', 'STORE_LABELS', 'PAPER_TABLE12',
-           'TestSet', 'build_test_set', 'batched_slates', 'slate_recall', 'by_category', 'toy_prep', 'learning_curve',
-           'Run', 'store_prep', 'run_test_set', 'run_all', 'aggregate_curves', 'passing', 'plot_curves',
-           'sample_efficiency', 'budget', 'noise', 'hyperparameters', 'TimedCritic', 'time_selection',
-           'training_throughput', 'learner_from', 'latency', 'observation_gold', 'covered_evidence', 'merge_candidates',
-           'two_store_prep', 'store_metrics', 'two_stores', 'store_delta', 'batched_deltas', 'needed_store', 'geometry',
-           'run_analyses']
+__all__ = ['ANALYSES', 'register_analysis', 'STORES', 'CANDIDATE_SETS', 'CURVE_TRAININGS', 'PAPER_CLAIMS', 'BUDGET_TRAININGS',
+           'NOISE_LEVELS', 'TABLE6', 'TABLE7', 'TABLE8', 'LATENCY_METHODS', 'TestSet', 'build_test_set',
+           'batched_slates', 'slate_recall', 'by_category', 'toy_prep', 'learning_curve', 'Run', 'store_prep',
+           'run_test_set', 'run_all', 'aggregate_curves', 'passing', 'plot_curves', 'sample_efficiency', 'budget',
+           'noise', 'hyperparameters', 'TimedCritic', 'time_selection', 'training_throughput', 'learner_from',
+           'latency', 'run_analyses']
 
 # %% ../nbs/10_analyses.ipynb #aab752a2
 ANALYSES = Registry("analysis")
@@ -137,6 +135,9 @@ def learning_curve(prep: Prepared, training: str, seed: int = 0, k: int = 5, ove
 
 # %% ../nbs/10_analyses.ipynb #11941f95
 STORES = ("episodic", "both", "semantic")
+# how a run of each non-episodic store setting gets its prepared benchmark: fn(prep, progress=...) -> Prepared.
+# 'both' and 'semantic' (EAR §5) are filed by chapter 13_two_stores.
+CANDIDATE_SETS = Registry("candidate set")
 
 @dataclass(frozen=True)
 class Run:
@@ -182,7 +183,7 @@ def store_prep(prep: Prepared, stores: str = "episodic", progress: bool = False)
     "The prepared benchmark a run of `stores` trains on (built once and cached): `prep` itself for 'episodic'."
     if stores == "episodic": return prep
     c = _cache(prep)["preps"]
-    if stores not in c: c[stores] = two_store_prep(prep, stores, progress=progress)
+    if stores not in c: c[stores] = CANDIDATE_SETS.lookup(stores)(prep, progress=progress)
     return c[stores]
 
 def run_test_set(prep: Prepared, stores: str = "episodic") -> TestSet:
@@ -590,341 +591,6 @@ def latency(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedba
     train = _throughput(prep, res, runs, k, fb, ov, throughput_queries)
     return {"methods": rows, "training": train, "repeats": repeats, "seeds": seeds, "paper": TABLE8,
             "text": _latency_text(prep, rows, train, k, repeats, throughput_queries)}
-
-# %% ../nbs/10_analyses.ipynb #df22b16b
-def observation_gold(query: Query, observations: Sequence[Memory]) -> tuple:
-    "Ids of the observations whose linked dialogue ids (metadata['links']) include one of `query`'s gold turns."
-    gold = set(query.gold)
-    return tuple(o.id for o in observations if gold & set(o.metadata.get("links") or ()))
-
-def covered_evidence(slate: Sequence[Memory], evidence) -> set:
-    "The evidence turns a slate covers: the turn itself, or an observation linked to it."
-    ev, out = set(evidence), set()
-    for m in slate:
-        if m.id in ev: out.add(m.id)
-        out |= ev & set(m.metadata.get("links") or ())
-    return out
-
-def merge_candidates(parts: Sequence[Candidates], query: Query | None = None) -> Candidates:
-    "One candidate set from several stores' candidates, ordered by frozen similarity (ties → earlier part)."
-    parts = list(parts)
-    if not parts: raise ValueError("parts: expected at least one candidate set")
-    mems = [m for p in parts for m in p.memories]
-    scores = np.concatenate([np.asarray(p.scores, float) for p in parts])
-    order = np.lexsort((np.arange(len(scores)), -scores))
-    emb = np.concatenate([p.embeddings for p in parts])
-    return Candidates(query if query is not None else parts[0].query, parts[0].q, [mems[i] for i in order], emb[order],
-                      scores[order].astype(np.float32))
-
-# %% ../nbs/10_analyses.ipynb #aebe8c33
-def two_store_prep(prep: Prepared, stores: str = "both", per_store: int | None = None, progress: bool = False) -> Prepared:
-    "§5 candidates: top-`per_store` turns + top-`per_store` observations ('both', default K/2 each) or top-K observations ('semantic')."
-    if stores not in ("both", "semantic"): raise ValueError(f"stores: expected 'both' or 'semantic', got {stores!r}")
-    bench = prep.bench
-    if bench is None or "semantic" not in bench.stores:
-        raise ValueError("prep: the benchmark has no semantic store (LoCoMo session observations) for a two-store analysis")
-    if prep.encoder is None: raise ValueError("prep: a two-store analysis needs the prepared encoder to embed observations")
-    per = prep.K // 2 if per_store is None else check_positive_int(per_store, "per_store")
-    if stores == "both" and per < 1: raise ValueError(f"per_store: K={prep.K} is too small to take K/2 from each store")
-    obs_banks = _cache(prep)["extra"].get("observation_banks")
-    if obs_banks is None:
-        obs_banks = _cache(prep)["extra"]["observation_banks"] = bench.memory_banks(prep.encoder, ("semantic",), progress=progress)
-    queries = prep.train + prep.test
-    missing = sorted({q.bank for q in queries} - set(obs_banks))
-    if missing: raise ValueError(f"prep: conversation {missing[0]!r} has no observations")
-    copies = {}
-    for q in queries:
-        og = observation_gold(q, obs_banks[q.bank].memories)
-        gold = tuple(q.gold) + og if stores == "both" else og
-        copies[q.id] = replace(q, gold=gold, metadata={**q.metadata, "dialogue_gold": list(q.gold), "observation_gold": list(og)})
-    Q = np.stack([prep.query_vectors[q.id] for q in queries])
-    if stores == "semantic":       # as many observations as the prepared K, or as the smallest conversation holds
-        per = min(prep.K, min(len(obs_banks[b]) for b in {q.bank for q in queries}))
-    obs_c = retrieve_candidates(queries, Q, obs_banks, per)
-    if stores == "both":
-        turn_c = retrieve_candidates(queries, Q, prep.banks, per)
-        cands = {q.id: merge_candidates([turn_c[q.id], obs_c[q.id]], copies[q.id]) for q in queries}
-    else: cands = {q.id: replace(obs_c[q.id], query=copies[q.id]) for q in queries}
-    K = 2 * per if stores == "both" else per
-    return replace(prep, K=K, train=[copies[q.id] for q in prep.train], test=[copies[q.id] for q in prep.test],
-                   candidates=cands, timings={})
-
-# %% ../nbs/10_analyses.ipynb #9f880f3f
-def store_metrics(prep: Prepared, slates: np.ndarray, queries: Sequence[Query] | None = None) -> dict:
-    "Per-query §5 metrics of `slates` (candidate positions, one row per test query): dialogue / observation recall, …"
-    queries = list(prep.test if queries is None else queries)
-    out = {n: np.full(len(queries), np.nan) for n in ("dialogue_recall", "observation_recall", "observations",
-                                                      "coverage", "coverage_hit")}
-    for i, (q, row) in enumerate(zip(queries, np.asarray(slates))):
-        mems = [prep.candidates[q.id].memories[j] for j in row]
-        ids = {m.id for m in mems}
-        dg, og = set(q.metadata.get("dialogue_gold", q.gold)), set(q.metadata.get("observation_gold", ()))
-        if dg: out["dialogue_recall"][i] = float(dg <= ids)
-        if og: out["observation_recall"][i] = float(og <= ids)
-        out["observations"][i] = sum(m.store == "semantic" for m in mems)
-        if dg:
-            cov = covered_evidence(mems, dg)
-            out["coverage"][i], out["coverage_hit"][i] = float(cov == dg), float(bool(cov))
-    return out
-
-# %% ../nbs/10_analyses.ipynb #db30470a
-TABLE5 = {  # paper, LoCoMo + Contriever: (Recall@5 dialogue, Recall@5 observations, J)
-    ("retriever", "single-hop"): (32.95, 63.58, 61.85), ("retriever", "multi-hop"): (1.89, 16.98, 20.75),
-    ("retriever", "temporal"): (26.56, 60.94, 37.50), ("retriever", "open-domain"): (5.56, 22.22, 27.78),
-    ("ear", "single-hop"): (54.33, 62.43, 73.99), ("ear", "multi-hop"): (7.55, 16.67, 30.19),
-    ("ear", "temporal"): (46.88, 53.13, 51.56), ("ear", "open-domain"): (16.67, 22.22, 27.78)}
-TABLE4 = {  # paper, LoCoMo: (answer F1, LLM-judge accuracy J) by what is put in context
-    ("retriever", "episodic"): (25.23, 45.45), ("retriever", "semantic"): (23.77, 34.74), ("retriever", "both"): (28.88, 47.73),
-    ("ear", "episodic"): (31.27, 54.22), ("ear", "semantic"): (25.83, 39.94), ("ear", "both"): (34.40, 59.09)}
-STORE_LABELS = {"episodic": "Only Dialogues", "semantic": "Only Observations", "both": "Dialogues + Observations"}
-
-def _metric_summary(per_seed: Sequence[dict], categories: Sequence[str]) -> dict:
-    "{metric: {category: {'mean', 'std', 'n'}}} over seeds from per-seed `store_metrics` outputs."
-    out = {}
-    for name in per_seed[0]:
-        out[name] = {}
-        for c in _category_order(set(categories)) + ["overall"]:
-            sel = np.ones(len(categories), bool) if c == "overall" else np.asarray(categories) == c
-            vals = [v[name][sel] for v in per_seed]
-            means = [float(np.nanmean(v)) if (~np.isnan(v)).any() else np.nan for v in vals]
-            scale = 1 if name == "observations" else 100
-            ok = [m for m in means if not np.isnan(m)]
-            out[name][c] = {"mean": scale * float(np.mean(ok)) if ok else None, "std": scale * float(np.std(ok)) if ok else None,
-                            "n": int((~np.isnan(vals[0])).sum())}
-    return out
-
-def _two_store_summary(prep: Prepared, runs: dict, res: dict, k: int) -> dict:
-    "Per candidate set: the retriever's and EAR's store metrics (`_metric_summary`), with both stores' gold per query."
-    summary = {}
-    both_q = store_prep(prep, "both").test                     # carries dialogue / observation gold of every query
-    for st in STORES:
-        p = store_prep(prep, st)
-        queries = [replace(q, metadata={**q.metadata, **{k_: v for k_, v in b.metadata.items() if k_.endswith("_gold")}})
-                   for q, b in zip(p.test, both_q)]
-        cats = [q.category or "all" for q in queries]
-        ts = run_test_set(prep, st)
-        summary[st] = {"retriever": _metric_summary([store_metrics(p, batched_slates(None, ts, k), queries)], cats),
-                       "ear": _metric_summary([store_metrics(p, res[r]["slates"], queries) for r in runs[st]], cats)}
-    return summary
-
-def _plot_fig6(prep: Prepared, summary: dict, cats: list, k: int, seeds: int, out_dir) -> Path:
-    "Fig. 6: observations in the top-k per category, retriever vs EAR (mean ± std over seeds); a PNG."
-    import matplotlib; matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    x = np.arange(len(cats) + 1); w = 0.38
-    for j, (meth, label) in enumerate((("retriever", "Only Retriever"), ("ear", f"EAR ({seeds} seeds, ± std)"))):
-        d = summary["both"][meth]["observations"]
-        vals = [d[c]["mean"] for c in cats + ["overall"]]; err = [d[c]["std"] or 0 for c in cats + ["overall"]]
-        ax.bar(x + (j - 0.5) * w, vals, w, yerr=err if meth == "ear" else None, capsize=3, label=label, color=f"C{j}")
-    ax.axhline(k / 2, color="k", ls=":", lw=1, label=f"balanced ({k / 2:g} of {k})")
-    ax.set_xticks(x); ax.set_xticklabels(cats + ["overall"]); ax.set_ylim(0, 1.3 * k)
-    ax.set_xlabel("question category"); ax.set_ylabel(f"observations in the top-{k} (mean per query)")
-    ax.set_title(f"Fig. 6 analogue on {_bench_name(prep)}: {prep.K // 2} turns + {prep.K // 2} observations as candidates",
-                 fontsize=10)
-    ax.legend(fontsize=8, loc="upper center", ncol=3); ax.grid(axis="y", alpha=0.3)
-    path = _figure_path(prep, out_dir, "two-stores"); atomic_write(path, _figure_bytes(fig))
-    return path
-
-# %% ../nbs/10_analyses.ipynb #4bed6303
-def _mean_text(x, fmt): return "–" if x["mean"] is None else format(x["mean"], fmt)
-
-def _mean_std_text(d, c):
-    return "–" if d[c]["mean"] is None else (f"{d[c]['mean']:.1f}" if not d[c]["std"] else f"{d[c]['mean']:.1f}±{d[c]['std']:.1f}")
-
-def _table5_lines(summary: dict, cats: list, k: int) -> list:
-    lines = [f"Table 5 analogue: Recall@{k} of dialogue gold and of observation gold per category (observation recall "
-             "over queries with observation gold)",
-             f"{'method':<16}{'category':<13}{'R Dialogue':>12}{'R Observ.':>12}{'obs in top':>11}{'n':>5}{'n obs':>6}"
-             f"{'paper R Dia':>13}{'paper R Obs':>12}{'paper J':>9}", "-" * 109]
-    for meth, label in (("retriever", "Only Retriever"), ("ear", "EAR")):
-        d = summary["both"][meth]
-        for c in cats + ["overall"]:
-            pp = TABLE5.get((meth, c))
-            lines.append(f"{label:<16}{c:<13}{_mean_std_text(d['dialogue_recall'], c):>12}"
-                         f"{_mean_std_text(d['observation_recall'], c):>12}{_mean_text(d['observations'][c], '.2f'):>11}"
-                         f"{d['dialogue_recall'][c]['n']:>5}{d['observation_recall'][c]['n']:>6}"
-                         + (f"{pp[0]:>13.2f}{pp[1]:>12.2f}{pp[2]:>9.2f}" if pp else f"{'–':>13}{'–':>12}{'–':>9}"))
-    return lines
-
-def _table4_lines(summary: dict, k: int) -> list:
-    lines = ["Table 4 analogue: what the slate holds → evidence coverage (a gold turn is covered by itself or by an "
-             "observation derived from it); the paper reports answer F1 / LLM-judge J, which needs an answering LLM "
-             "we do not have",
-             f"{'method':<16}{'input':<27}{f'Coverage@{k}':>13}{f'Cov-Hit@{k}':>13}{f'R@{k} Dialogue':>15}{'paper F1':>10}{'paper J':>9}",
-             "-" * 103]
-    for meth, label in (("retriever", "Only Retriever"), ("ear", "EAR")):
-        for st in ("episodic", "semantic", "both"):
-            d = summary[st][meth]; pp = TABLE4[(meth, st)]
-            lines.append(f"{label:<16}{STORE_LABELS[st]:<27}{_mean_std_text(d['coverage'], 'overall'):>13}"
-                         f"{_mean_std_text(d['coverage_hit'], 'overall'):>13}"
-                         f"{_mean_std_text(d['dialogue_recall'], 'overall'):>15}{pp[0]:>10.2f}{pp[1]:>9.2f}")
-    return lines
-
-# %% ../nbs/10_analyses.ipynb #2233e652
-@register_analysis("two-stores", "§5, Tables 4–5, Fig. 6: EAR over balanced dialogue + observation candidates")
-def two_stores(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedback: CriticSettings | None = None,
-               overrides: dict | None = None, out_dir: str | Path = "results", progress: bool = True,
-               log: Callable | None = None, every: int = 40) -> dict:
-    "Tables 4–5 and Fig. 6 analogues: retriever vs EAR on dialogue-only, observation-only and balanced mixed candidates."
-    seeds = check_positive_int(seeds, "seeds")
-    runs = {st: [Run.make(prep, "ear", s, k, overrides, feedback, st, every) for s in range(seeds)] for st in STORES}
-    res = run_all(prep, [r for rs in runs.values() for r in rs], jobs, progress, log)
-    summary = _two_store_summary(prep, runs, res, k)
-    cats = [c for c in summary["both"]["ear"]["dialogue_recall"] if c != "overall"]
-    path = _plot_fig6(prep, summary, cats, k, seeds, out_dir)
-    head = (f"Two memory stores (§5 analogue) · {_bench_name(prep)} · candidates: top-{prep.K // 2} dialogue turns + "
-            f"top-{prep.K // 2} observations, s={k} · EAR trained with gold = turn gold ∪ observation gold · {seeds} seeds")
-    lines = [head, "", *_table5_lines(summary, cats, k), "", *_table4_lines(summary, k), f"figure (Fig. 6 analogue): {path}"]
-    return {"summary": summary, "categories": cats, "paper": {"table4": {f"{m}/{s}": v_ for (m, s), v_ in TABLE4.items()},
-                                                              "table5": {f"{m}/{c}": v_ for (m, c), v_ in TABLE5.items()}},
-            "seeds": seeds, "figure": str(path), "text": "\n".join(lines)}
-
-# %% ../nbs/10_analyses.ipynb #48e8a140
-def store_delta(q, episodic, semantic) -> float:
-    "Δ(q) of Eq. 23: mean cosine distance of `q` to the `episodic` rows minus that to the `semantic` rows (Eqs. 21–22)."
-    q = np.asarray(q, np.float64); q = q / np.linalg.norm(q)
-    def mean_distance(M):
-        M = np.atleast_2d(np.asarray(M, np.float64))
-        if not len(M): raise ValueError("memories: each store needs at least one memory")
-        return float(np.mean(1 - (M / np.linalg.norm(M, axis=1, keepdims=True)) @ q))
-    return mean_distance(episodic) - mean_distance(semantic)
-
-@torch.no_grad()
-def batched_deltas(Q, M, semantic, adapter: ResidualAdapter | None = None) -> np.ndarray:
-    "Δ (Eq. 23) of n queries Q (n, d) against their pools M (n, P, d) split by the `semantic` mask (n, P); adapted when given."
-    Q, M = torch.as_tensor(np.asarray(Q, np.float32)), torch.as_tensor(np.asarray(M, np.float32))
-    if adapter is None: Q, M = torch.nn.functional.normalize(Q, dim=-1), torch.nn.functional.normalize(M, dim=-1)
-    else: Q, M = adapter.adapt_queries(Q), adapter.adapt_memories(M)
-    dist = 1 - (M @ Q.unsqueeze(-1)).squeeze(-1).double().numpy()
-    sem = np.asarray(semantic, bool)
-    if (sem.sum(1) == 0).any() or ((~sem).sum(1) == 0).any(): raise ValueError("semantic: every pool needs memories of both stores")
-    return (dist * ~sem).sum(1) / (~sem).sum(1) - (dist * sem).sum(1) / sem.sum(1)
-
-def needed_store(cands: Candidates, gold, share: float = 2 / 3) -> str | None:
-    "'episodic' / 'semantic' when at least `share` of the gold memories among `cands` come from that store, else None."
-    if not 0.5 < share <= 1: raise ValueError(f"share: expected a fraction in (0.5, 1], got {share!r}")
-    g = set(gold)
-    stores = [m.store for m in cands.memories if m.id in g]
-    if not stores: return None
-    e = stores.count("episodic") / len(stores)
-    return "episodic" if e >= share else "semantic" if 1 - e >= share else None
-
-# %% ../nbs/10_analyses.ipynb #f046a641
-PAPER_TABLE12 = {"episodic": [(-0.001, -0.069), (-0.023, -0.079), (-0.033, -0.101), (-0.023, -0.050), (-0.008, -0.073)],
-                 "semantic": [(-0.001, 0.149), (0.033, 0.054), (0.002, 0.064), (-0.006, 0.022), (-0.004, 0.124)]}
-
-def _conversation_deltas(prep: Prepared, qs: list, Q: np.ndarray, adapter: ResidualAdapter | None) -> np.ndarray:
-    "Δ of each query against its whole conversation: mean memory vectors per bank (1 − q·mean(m) = mean distance)."
-    obs_banks = _cache(prep)["extra"]["observation_banks"]
-    with torch.no_grad():
-        f = (lambda X: torch.as_tensor(X)) if adapter is None else (lambda X: adapter.adapt_memories(torch.as_tensor(X)))
-        pool = {b: (f(prep.banks[b].embeddings).mean(0).numpy(), f(obs_banks[b].embeddings).mean(0).numpy())
-                for b in {q.bank for q in qs}}
-        Qa = torch.as_tensor(Q) if adapter is None else adapter.adapt_queries(torch.as_tensor(Q))
-        Qa = torch.nn.functional.normalize(Qa, dim=-1).numpy()
-    return np.array([Qa[i] @ pool[q.bank][1] - Qa[i] @ pool[q.bank][0] for i, q in enumerate(qs)])
-
-def _geometry_deltas(prep: Prepared, qs: list, Q, M, sem, adapters: list) -> tuple:
-    "Δ before (frozen) and after (each adapter; arrays (seeds, n)) on the candidates and on the whole conversation."
-    before = {"candidates": batched_deltas(Q, M, sem), "conversation": _conversation_deltas(prep, qs, Q, None)}
-    after = {"candidates": [], "conversation": []}
-    for ad in adapters:
-        after["candidates"].append(batched_deltas(Q, M, sem, ad)); after["conversation"].append(_conversation_deltas(prep, qs, Q, ad))
-    return before, {p: np.array(v) for p, v in after.items()}
-
-def _adapter_of(result: dict, dim: int) -> ResidualAdapter:
-    ad = ResidualAdapter(dim); ad.load_state_dict({n: torch.from_numpy(v) for n, v in result["adapter"].items()})
-    return ad
-
-# %% ../nbs/10_analyses.ipynb #1da0ab5a
-def _geometry_table(before: dict, after: dict, needs: np.ndarray) -> dict:
-    "Table 12 analogue per pool and needed store: Δ before, Δ after (mean ± std over seeds), share moved toward the store."
-    table = {}
-    for pool in ("candidates", "conversation"):
-        table[pool] = {}
-        for st, sign in (("episodic", -1), ("semantic", 1)):
-            sel = needs == st
-            if not sel.any(): table[pool][st] = {"n": 0}; continue
-            b, a = before[pool][sel], after[pool][:, sel]
-            moved = (sign * (a - b) > 0).mean(1)
-            table[pool][st] = {"n": int(sel.sum()), "delta_before": float(b.mean()),
-                               "delta_after": [float(a.mean(1).mean()), float(a.mean(1).std())],
-                               "moved_toward": [float(moved.mean()), float(moved.std())],
-                               "paper": [float(np.mean([p[0] for p in PAPER_TABLE12[st]])),
-                                         float(np.mean([p[1] for p in PAPER_TABLE12[st]]))]}
-        e, s_ = table[pool].get("episodic", {}), table[pool].get("semantic", {})
-        if e.get("n") and s_.get("n"):
-            table[pool]["separation"] = {"before": s_["delta_before"] - e["delta_before"],
-                                         "after": s_["delta_after"][0] - e["delta_after"][0]}
-    return table
-
-def _plot_geometry(prep: Prepared, before: dict, after: dict, needs: np.ndarray, seeds: int, out_dir) -> Path:
-    "Δ_after against Δ_before per query, one panel per pool, coloured by the store the query needs; a PNG."
-    import matplotlib; matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
-    for ax, pool in zip(axes, ("candidates", "conversation")):
-        for st, col in (("episodic", "C0"), ("semantic", "C3")):
-            sel = needs == st
-            if sel.any(): ax.scatter(before[pool][sel], after[pool][:, sel].mean(0), s=14, alpha=0.7, color=col,
-                                     label=f"needs {st} (n={int(sel.sum())})")
-        lo = min(before[pool].min(), after[pool].mean(0).min()); hi = max(before[pool].max(), after[pool].mean(0).max())
-        ax.plot([lo, hi], [lo, hi], color="gray", lw=0.8, ls=":", label="unchanged (Δ_after = Δ_before)")
-        ax.axhline(0, color="k", lw=0.6); ax.axvline(0, color="k", lw=0.6)
-        ax.set_xlabel("Δ_before (frozen embeddings)"); ax.set_ylabel(f"Δ_after (adapted, mean of {seeds} seeds)")
-        ax.set_title("pool: the query's 10 + 10 candidates" if pool == "candidates" else "pool: its whole conversation",
-                     fontsize=10)
-        ax.grid(alpha=0.3); ax.legend(fontsize=8)
-    fig.suptitle(f"App. C / Table 12 analogue on {_bench_name(prep)}: Δ = d_episodic − d_semantic (>0: closer to observations)",
-                 fontsize=10)
-    fig.tight_layout()
-    path = _figure_path(prep, out_dir, "geometry"); atomic_write(path, _figure_bytes(fig))
-    return path
-
-# %% ../nbs/10_analyses.ipynb #7b7bb817
-def _geometry_text(prep: Prepared, table: dict, n_rows: int, n_test: int, share: float, seeds: int, path) -> str:
-    lines = [f"Embedding geometry (App. C / Table 12 analogue) · {_bench_name(prep)} · two-store EAR adapter, {seeds} seeds · "
-             f"{n_rows} of {n_test} test queries need one store (≥ {share:.0%} of their gold candidates)",
-             f"{'pool':<14}{'needs':<10}{'n':>5}{'Δ before':>11}{'Δ after':>17}{'moved toward':>15}{'paper Δb':>10}{'paper Δa':>10}",
-             "-" * 92]
-    for pool in ("candidates", "conversation"):
-        for st in ("episodic", "semantic"):
-            r = table[pool][st]
-            if not r["n"]: lines.append(f"{pool:<14}{st:<10}{0:>5}"); continue
-            da, mv = r["delta_after"], r["moved_toward"]
-            lines.append(f"{pool:<14}{st:<10}{r['n']:>5}{r['delta_before']:>+11.3f}{f'{da[0]:+.3f} ± {da[1]:.3f}':>17}"
-                         f"{f'{100 * mv[0]:.0f}%':>15}{r['paper'][0]:>+10.3f}{r['paper'][1]:>+10.3f}")
-        if "separation" in table[pool]:
-            sp = table[pool]["separation"]
-            lines.append(f"{'':<14}separation Δ(semantic) − Δ(episodic): before {sp['before']:+.3f} → after {sp['after']:+.3f}")
-    lines += ["(moved toward = share of queries whose Δ moved in the direction of the store they need; paper: means of "
-              "Table 12's hand-curated queries)", f"figure: {path}"]
-    return "\n".join(lines)
-
-@register_analysis("geometry", "App. C, Table 12: query-to-store distances Δ(q) before and after the two-store EAR adapter")
-def geometry(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedback: CriticSettings | None = None,
-             overrides: dict | None = None, out_dir: str | Path = "results", progress: bool = True,
-             log: Callable | None = None, every: int = 40, share: float = 2 / 3) -> dict:
-    "Table 12 analogue: Δ(q) (Eq. 23) before / after the two-store EAR adapter, for test queries needing one store."
-    seeds = check_positive_int(seeds, "seeds")
-    runs = [Run.make(prep, "ear", s, k, overrides, feedback, "both", every) for s in range(seeds)]
-    res = run_all(prep, runs, jobs, progress, log)
-    both = store_prep(prep, "both")
-    need = [needed_store(both.candidates[q.id], q.gold, share) for q in both.test]
-    rows = [i for i, n in enumerate(need) if n is not None]
-    if not rows:
-        return {"table": {}, "n_queries": 0, "share": share, "seeds": seeds, "figure": None, "paper": PAPER_TABLE12,
-                "text": f"Embedding geometry: no test query has ≥ {share:.0%} of its gold candidates in one store"}
-    qs, ts = [both.test[i] for i in rows], run_test_set(prep, "both")
-    sem = np.array([[m.store == "semantic" for m in both.candidates[q.id].memories] for q in qs])
-    Q, M = ts.Q[rows], ts.M[rows]
-    before, after = _geometry_deltas(prep, qs, Q, M, sem, [_adapter_of(res[r], Q.shape[1]) for r in runs])
-    needs = np.array([need[i] for i in rows])
-    table = _geometry_table(before, after, needs)
-    path = _plot_geometry(prep, before, after, needs, seeds, out_dir)
-    return {"table": table, "n_queries": len(rows), "share": share, "seeds": seeds, "figure": str(path),
-            "paper": PAPER_TABLE12, "text": _geometry_text(prep, table, len(rows), len(both.test), share, seeds, path)}
 
 # %% ../nbs/10_analyses.ipynb #be58670b
 def run_analyses(benchmark: str, names: Sequence[str], seeds: int = 3, encoder: str | Encoder | None = None, k: int = 5,

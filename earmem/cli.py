@@ -15,7 +15,9 @@ from .data import load_locomo, load_longmemeval
 from .evaluation import (BENCHMARKS, METHODS, CriticSettings, format_table, format_tables_report, parse_overrides,
                                plot_tables, reproduce, reproduce_tables)
 from .analysis import ANALYSES, run_analyses
-from .memory import KINDS, STORES, HashingEncoder, MemoryStore, benchmark_store
+import earmem.two_stores  # noqa: F401  (files the two-store analyses and candidate sets)
+from .hygiene import KINDS, STORES, HashingEncoder
+from .memory import MemoryStore, benchmark_store
 
 # %% auto #0
 __all__ = ['run_reproduce', 'add_memory_parser', 'run_memory_command', 'build_parser', 'main', 'memory_cli']

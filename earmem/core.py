@@ -357,7 +357,7 @@ class MemoryBank:
     def __repr__(self): return f"MemoryBank({self.name!r}, {len(self)} memories, d={self.dim})"
 
     def candidates(self, q, k: int, query: Query | None = None) -> Candidates:
-        "The top-`k` candidates of query embedding `q` (Eq. 1)."
+        "The top-`k` candidates of query embedding `q` (Eq. 1; `k` is EAR's candidate count K)."
         q = check_matrix(np.atleast_2d(q), "q", dim=self.dim)[0]
         idx, sc = top_k(q, self.embeddings, k)
         return Candidates(query, unit_rows(q), [self.memories[i] for i in idx], self.embeddings[idx], sc)

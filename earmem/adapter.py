@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 from fastcore.basics import patch
-from .core import atomic_write, atomic_write_json, check_int, check_matrix, check_number, check_positive_int
+from .core import atomic_write, atomic_write_json, check_int, check_matrix, check_positive_int, check_positive_number
 
 # %% auto #0
 __all__ = ['ResidualAdapter', 'slate_log_probs', 'ranking_loss', 'top_s', 'adapted_scores']
@@ -26,7 +26,7 @@ class ResidualAdapter(nn.Module):
         super().__init__()
         self.dim = check_positive_int(dim, "dim")
         self.rank = None if rank is None else check_int(rank, "rank", 1, self.dim)
-        self.seed, self.temperature = seed, check_number(temperature, "temperature", low=0, low_open=True)
+        self.seed, self.temperature = seed, check_positive_number(temperature, "temperature")
         if self.rank is None:
             self.W_q = nn.Parameter(torch.zeros(dim, dim))
             self.W_m = nn.Parameter(torch.zeros(dim, dim))

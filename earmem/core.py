@@ -13,9 +13,9 @@ from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['DEFAULT_MODEL', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int', 'check_positive_int', 'check_number',
-           'check_probability', 'check_choice', 'atomic_write', 'atomic_write_json', 'default_cache_dir',
-           'EmbeddingCache', 'Encoder', 'check_matrix', 'unit_rows', 'top_k', 'Candidates', 'MemoryBank', 'recall_at_k',
-           'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query', 'evaluate']
+           'check_positive_number', 'check_probability', 'check_choice', 'atomic_write', 'atomic_write_json',
+           'default_cache_dir', 'EmbeddingCache', 'Encoder', 'check_matrix', 'unit_rows', 'top_k', 'Candidates',
+           'MemoryBank', 'recall_at_k', 'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query', 'evaluate']
 
 # %% ../nbs/00_core.ipynb #d789979b
 @dataclass
@@ -96,6 +96,11 @@ def check_number(x, name: str, low: float | None = None, high: float | None = No
         hi = "" if high is None else f"≤ {high}"
         raise ValueError(f"{name}: expected a finite number{' ' + ' and '.join(b for b in (lo, hi) if b) if lo or hi else ''}, got {x!r}")
     return float(x)
+
+def check_positive_number(x, name: str) -> float:
+    "`x` as a finite `float` > 0 (a learning rate, a temperature); a `ValueError` naming `name` otherwise."
+    try: return check_number(x, name, low=0, low_open=True)
+    except ValueError: raise ValueError(f"{name}: expected a positive finite number, got {x!r}") from None
 
 def check_probability(x, name: str) -> float:
     "`x` as a float in [0, 1]; a `ValueError` naming `name` otherwise."

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 from .core import (Candidates, atomic_write, atomic_write_json, check_choice, check_int, check_labels, check_matrix,
-                         check_number, check_positive_int, unit_rows)
+                         check_positive_int, check_positive_number, unit_rows)
 from .adapter import ResidualAdapter, ranking_loss, top_s
 from .explorer import Explorer, ExplorerConfig
 
@@ -98,7 +98,7 @@ def sample(self: ExperienceBuffer, q, B: int, strategy: str = "similarity", rng:
 def gumbel_slate(logits, s: int, tau: float = 0.5, generator: torch.Generator | None = None) -> torch.Tensor:
     "Sample ordered slates of `s` distinct candidates from softmax(logits/tau) with the Gumbel-top-s trick: (..., K) → (..., s)."
     logits = torch.as_tensor(logits)
-    check_number(tau, "tau", low=0, low_open=True); check_int(s, "s", 1, logits.shape[-1])
+    check_positive_number(tau, "tau"); check_int(s, "s", 1, logits.shape[-1])
     u = torch.rand(logits.shape, generator=generator).clamp_(1e-12, 1 - 1e-7)
     return (logits.detach() / tau - torch.log(-torch.log(u))).topk(s, dim=-1).indices
 
@@ -162,10 +162,10 @@ class EARConfig:
         ExplorerConfig(**self.explorer_kwargs())  # validates s, T, λ, α, final
         check_positive_int(self.K, "K")
         if self.s > self.K: raise ValueError(f"s: slate size {self.s} exceeds K = {self.K} candidates")
-        check_choice(self.optimizer, "optimizer", ("adam", "sgd")); check_number(self.lr, "lr", low=0, low_open=True)
+        check_choice(self.optimizer, "optimizer", ("adam", "sgd")); check_positive_number(self.lr, "lr")
         check_choice(self.replay, "replay", (*SAMPLING, None)); check_choice(self.unobserved, "unobserved", UNOBSERVED)
         check_choice(self.train_slates, "train_slates", TRAIN_SLATES); check_positive_int(self.B, "B")
-        check_number(self.tau, "tau", low=0, low_open=True)
+        check_positive_number(self.tau, "tau")
 
     def explorer_kwargs(self) -> dict:
         return {k: getattr(self, k) for k in ("s", "T", "lambda_rel", "lambda_div", "lambda_exp", "alpha", "final")}

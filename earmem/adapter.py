@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
-from .core import atomic_write, atomic_write_json, check_matrix
+from fastcore.basics import patch
+from .core import atomic_write, atomic_write_json, check_int, check_matrix, check_positive_int, check_positive_number
 
 # %% auto #0
 __all__ = ['ResidualAdapter', 'slate_log_probs', 'ranking_loss', 'top_s', 'adapted_scores']
@@ -23,11 +24,9 @@ class ResidualAdapter(nn.Module):
                  seed: int = 0,  # seeds V of the low-rank form
                  temperature: float = 1.0):  # logits are divided by it (Eq. 4 uses 1)
         super().__init__()
-        if not isinstance(dim, (int, np.integer)) or dim < 1: raise ValueError(f"dim: expected a positive integer, got {dim!r}")
-        if rank is not None and (not isinstance(rank, (int, np.integer)) or not 1 <= rank <= dim):
-            raise ValueError(f"rank: expected None or an integer in [1, {dim}], got {rank!r}")
-        if not temperature > 0: raise ValueError(f"temperature: expected a positive number, got {temperature!r}")
-        self.dim, self.rank, self.seed, self.temperature = int(dim), None if rank is None else int(rank), seed, float(temperature)
+        self.dim = check_positive_int(dim, "dim")
+        self.rank = None if rank is None else check_int(rank, "rank", 1, self.dim)
+        self.seed, self.temperature = seed, check_positive_number(temperature, "temperature")
         if self.rank is None:
             self.W_q = nn.Parameter(torch.zeros(dim, dim))
             self.W_m = nn.Parameter(torch.zeros(dim, dim))
@@ -38,29 +37,36 @@ class ResidualAdapter(nn.Module):
             self.V_q = nn.Parameter(torch.randn(dim, self.rank, generator=g) / dim ** 0.5)
             self.V_m = nn.Parameter(torch.randn(dim, self.rank, generator=g) / dim ** 0.5)
 
-    def _residual(self, x: torch.Tensor, side: str) -> torch.Tensor:
-        if x.shape[-1] != self.dim: raise ValueError(f"embeddings: expected dimension {self.dim}, got {x.shape[-1]}")
-        if self.rank is None: return x @ getattr(self, f"W_{side}").T
-        return (x @ getattr(self, f"V_{side}")) @ getattr(self, f"U_{side}").T
-
-    def adapt_queries(self, q: torch.Tensor) -> torch.Tensor:
-        "Adapted, renormalised query embeddings q̃ (Eq. 3); any leading shape, last axis d."
-        return nn.functional.normalize(q + self._residual(q, "q"), dim=-1)
-
-    def adapt_memories(self, m: torch.Tensor) -> torch.Tensor:
-        "Adapted, renormalised memory embeddings m̃ (Eq. 3); any leading shape, last axis d."
-        return nn.functional.normalize(m + self._residual(m, "m"), dim=-1)
-
-    def logits(self, q: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-        "Candidate logits z = q̃ᵀm̃ / temperature (Eq. 4): q (..., d), m (..., K, d) → (..., K)."
-        return (self.adapt_memories(m) @ self.adapt_queries(q).unsqueeze(-1)).squeeze(-1) / self.temperature
-
-    def forward(self, q, m): return self.logits(q, m)
-
     @property
     def n_parameters(self) -> int: return sum(p.numel() for p in self.parameters())
 
     def extra_repr(self): return f"dim={self.dim}, rank={self.rank}, parameters={self.n_parameters:,}"
+
+# %% ../nbs/02_adapter.ipynb #0b895026
+@patch
+def _residual(self: ResidualAdapter, x: torch.Tensor, side: str) -> torch.Tensor:
+    "W x for `side` 'q' or 'm' (U Vᵀ x in the low-rank form)."
+    if x.shape[-1] != self.dim: raise ValueError(f"embeddings: expected dimension {self.dim}, got {x.shape[-1]}")
+    if self.rank is None: return x @ getattr(self, f"W_{side}").T
+    return (x @ getattr(self, f"V_{side}")) @ getattr(self, f"U_{side}").T
+
+@patch
+def adapt_queries(self: ResidualAdapter, q: torch.Tensor) -> torch.Tensor:
+    "Adapted, renormalised query embeddings q̃ (Eq. 3); any leading shape, last axis d."
+    return nn.functional.normalize(q + self._residual(q, "q"), dim=-1)
+
+@patch
+def adapt_memories(self: ResidualAdapter, m: torch.Tensor) -> torch.Tensor:
+    "Adapted, renormalised memory embeddings m̃ (Eq. 3); any leading shape, last axis d."
+    return nn.functional.normalize(m + self._residual(m, "m"), dim=-1)
+
+@patch
+def logits(self: ResidualAdapter, q: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    "Candidate logits z = q̃ᵀm̃ / temperature (Eq. 4): q (..., d), m (..., K, d) → (..., K)."
+    return (self.adapt_memories(m) @ self.adapt_queries(q).unsqueeze(-1)).squeeze(-1) / self.temperature
+
+@patch
+def forward(self: ResidualAdapter, q, m): return self.logits(q, m)
 
 # %% ../nbs/02_adapter.ipynb #fec7ff60
 def _check_slates(slates: torch.Tensor, K: int) -> torch.Tensor:
@@ -106,8 +112,7 @@ def top_s(scores, s: int) -> np.ndarray:
     "Positions of the `s` highest scores, best first; ties → lower position."
     scores = np.asarray(scores.detach() if isinstance(scores, torch.Tensor) else scores, dtype=np.float64)
     if scores.ndim != 1 or len(scores) == 0: raise ValueError(f"scores: expected a non-empty 1-D vector, got shape {scores.shape}")
-    if not isinstance(s, (int, np.integer)) or not 1 <= s <= len(scores):
-        raise ValueError(f"s: expected an integer in [1, {len(scores)}] (the number of candidates), got {s!r}")
+    check_int(s, "s", 1, len(scores))
     return np.lexsort((np.arange(len(scores)), -scores))[:s]
 
 @torch.no_grad()
@@ -118,7 +123,8 @@ def adapted_scores(adapter: ResidualAdapter, q, memories) -> np.ndarray:
     return adapter.logits(torch.from_numpy(qv), torch.from_numpy(M)).numpy()
 
 # %% ../nbs/02_adapter.ipynb #ab0cbabf
-def _save_adapter(self: ResidualAdapter, folder: str | Path):
+@patch
+def save(self: ResidualAdapter, folder: str | Path):
     "Write `adapter.safetensors` + `adapter.json` into `folder` (atomically)."
     from safetensors.torch import save
     folder = Path(folder)
@@ -126,9 +132,10 @@ def _save_adapter(self: ResidualAdapter, folder: str | Path):
     atomic_write_json(folder / "adapter.json", {"format": "earmem.ResidualAdapter/1", "dim": self.dim, "rank": self.rank,
                                                 "seed": self.seed, "temperature": self.temperature})
 
-def _load_adapter(folder: str | Path, dim: int | None = None) -> ResidualAdapter:
+@patch(cls_method=True)
+def load(cls: ResidualAdapter, folder: str | Path, dim: int | None = None) -> ResidualAdapter:
     "Load an adapter saved with `save`; `dim`, when given, must match the stored one."
-    from safetensors.torch import load
+    from safetensors.torch import load as load_tensors
     folder = Path(folder)
     try: cfg = json.loads((folder / "adapter.json").read_text())
     except FileNotFoundError: raise FileNotFoundError(f"folder: no adapter.json in {folder}") from None
@@ -136,8 +143,5 @@ def _load_adapter(folder: str | Path, dim: int | None = None) -> ResidualAdapter
     if cfg.get("format") != "earmem.ResidualAdapter/1": raise ValueError(f"folder: {folder} does not hold an earmem adapter")
     if dim is not None and dim != cfg["dim"]: raise ValueError(f"dim: the stored adapter has dimension {cfg['dim']}, expected {dim}")
     a = ResidualAdapter(cfg["dim"], cfg["rank"], cfg["seed"], cfg["temperature"])
-    a.load_state_dict(load((folder / "adapter.safetensors").read_bytes()))
+    a.load_state_dict(load_tensors((folder / "adapter.safetensors").read_bytes()))
     return a
-
-ResidualAdapter.save = _save_adapter
-ResidualAdapter.load = staticmethod(_load_adapter)

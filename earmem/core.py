@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 import numpy as np
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['DEFAULT_MODEL', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int', 'check_positive_int', 'check_number',
-           'check_probability', 'atomic_write', 'atomic_write_json', 'default_cache_dir', 'EmbeddingCache', 'Encoder',
-           'check_matrix', 'unit_rows', 'top_k', 'Candidates', 'MemoryBank', 'recall_at_k', 'hit_at_k', 'mrr',
-           'ndcg_at_k', 'score_query', 'evaluate']
+           'check_positive_number', 'check_probability', 'check_choice', 'atomic_write', 'atomic_write_json',
+           'default_cache_dir', 'EmbeddingCache', 'Encoder', 'check_matrix', 'unit_rows', 'top_k', 'Candidates',
+           'MemoryBank', 'recall_at_k', 'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query', 'evaluate']
 
 # %% ../nbs/00_core.ipynb #d789979b
 @dataclass
@@ -96,9 +97,20 @@ def check_number(x, name: str, low: float | None = None, high: float | None = No
         raise ValueError(f"{name}: expected a finite number{' ' + ' and '.join(b for b in (lo, hi) if b) if lo or hi else ''}, got {x!r}")
     return float(x)
 
+def check_positive_number(x, name: str) -> float:
+    "`x` as a finite `float` > 0 (a learning rate, a temperature); a `ValueError` naming `name` otherwise."
+    try: return check_number(x, name, low=0, low_open=True)
+    except ValueError: raise ValueError(f"{name}: expected a positive finite number, got {x!r}") from None
+
 def check_probability(x, name: str) -> float:
     "`x` as a float in [0, 1]; a `ValueError` naming `name` otherwise."
     return check_number(x, name, 0.0, 1.0)
+
+def check_choice(x, name: str, choices: Sequence):
+    "`x` unchanged when it is one of `choices`; a `ValueError` naming `name` and the choices otherwise."
+    if x not in tuple(choices):
+        raise ValueError(f"{name}: expected one of {tuple(choices)}, got {x!r}")
+    return x
 
 # %% ../nbs/00_core.ipynb #bdda58ff
 def atomic_write(path: str | Path, data: bytes | str):
@@ -169,6 +181,21 @@ class EmbeddingCache:
     def __len__(self): return self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
 
 # %% ../nbs/00_core.ipynb #e7aab8b9
+def _resolve_model(name: str) -> str:
+    "The folder or hub name sentence-transformers should load for `name`; a ValueError when it cannot exist here."
+    p = Path(name).expanduser()
+    if p.exists():
+        if not p.is_dir(): raise ValueError(f"model: {name!r} is a file; expected a sentence-transformers model folder or name")
+        return str(p.resolve())
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:
+        raise ValueError(f"model: no sentence-transformers model folder at {name!r}")
+    if os.environ.get("HF_HUB_OFFLINE", "0") in ("0", "", "false", "False"): return name
+    from huggingface_hub import snapshot_download
+    try: return snapshot_download(name, local_files_only=True)
+    except Exception as e:
+        raise ValueError(f"model: unknown encoder {name!r}: it is not a local folder and not in the local "
+                         f"Hugging Face cache (HF_HUB_OFFLINE is set, so it cannot be downloaded)") from e
+
 class Encoder:
     "A frozen sentence-transformers encoder with query/document prompts and an on-disk embedding cache."
     def __init__(self,
@@ -180,93 +207,86 @@ class Encoder:
                  progress: bool = True):  # show a progress bar while encoding
         if model is not None and not isinstance(model, (str, os.PathLike)):
             raise TypeError(f"model: expected a sentence-transformers name or a local path, got {type(model).__name__}")
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size: expected a positive integer, got {batch_size!r}")
+        self.batch_size = check_positive_int(batch_size, "batch_size")
         self.model_id = DEFAULT_MODEL if model is None else str(model)
-        self._path = _bundled_model_path() if model is None else self._resolve(str(model))
-        self.batch_size, self.device, self.progress = batch_size, device, progress
+        self._path = _bundled_model_path() if model is None else _resolve_model(str(model))
+        self.device, self.progress = device, progress
         self._model, self._dim = None, None
         self.cache = EmbeddingCache(Path(cache_dir or default_cache_dir() / "embeddings") / "embeddings.sqlite") if cache else None
         self.calls = 0  # texts actually sent through the model (cache misses)
 
-    @staticmethod
-    def _resolve(name: str) -> str:
-        p = Path(name).expanduser()
-        if p.exists():
-            if not p.is_dir(): raise ValueError(f"model: {name!r} is a file; expected a sentence-transformers model folder or name")
-            return str(p.resolve())
-        if name.startswith((".", "/", "~")) or name.count("/") > 1:
-            raise ValueError(f"model: no sentence-transformers model folder at {name!r}")
-        if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
-            from huggingface_hub import snapshot_download
-            try: return snapshot_download(name, local_files_only=True)
-            except Exception as e:
-                raise ValueError(f"model: unknown encoder {name!r}: it is not a local folder and not in the local "
-                                 f"Hugging Face cache (HF_HUB_OFFLINE is set, so it cannot be downloaded)") from e
-        return name
-
-    def _load(self):
-        if self._model is None:
-            from sentence_transformers import SentenceTransformer
-            try: self._model = SentenceTransformer(self._path, device=self.device)
-            except Exception as e:
-                raise ValueError(f"model: could not load sentence-transformers model {self.model_id!r}: {e}") from e
-            self._dim = self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension") \
-                else self._model.get_sentence_embedding_dimension()
-        return self._model
-
-    @property
-    def dim(self) -> int:
-        "Embedding dimension d."
-        if self._dim is None:
-            self._dim = len(self.encode_documents(["dimension probe"], progress=False)[0])
-        return self._dim
-
-    def _prompt(self, role: str) -> str:
-        "The prompt text the model prepends for `role`; part of the cache key so a prompt change invalidates entries."
-        if self._model is None and self.cache is not None:
-            return f"<{role}>"  # resolved lazily below when the model is needed
-        return (getattr(self._model, "prompts", None) or {}).get(role, "")
-
-    def encode(self, texts: Sequence[str], role: str = "document", progress: bool | None = None) -> np.ndarray:
-        "Encode `texts` as `role` ('query' or 'document'): an (n, d) float32 array of unit vectors."
-        if role not in ("query", "document"): raise ValueError(f"role: expected 'query' or 'document', got {role!r}")
-        if isinstance(texts, str): raise TypeError("texts: expected a list of strings, got a single string")
-        texts = list(texts)
-        for i, t in enumerate(texts):
-            if not isinstance(t, str): raise TypeError(f"texts[{i}]: expected str, got {type(t).__name__}")
-        if not texts: return np.zeros((0, self._dim or 0), np.float32)
-        keys = [_text_key(role, t) for t in texts]
-        got = self.cache.get(self.model_id, keys) if self.cache is not None else {}
-        missing = sorted({k: t for k, t in zip(keys, texts) if k not in got}.items())
-        if missing:
-            model = self._load()
-            todo = [t for _, t in missing]
-            fn = getattr(model, f"encode_{role}", None)
-            bar = (self.progress and len(todo) > self.batch_size) if progress is None else progress  # no bar for one batch
-            kw = dict(batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=bar)
-            if fn is None:  # older sentence-transformers: use the named prompt when the model defines one
-                kw["prompt_name"] = role if role in (getattr(model, "prompts", None) or {}) else None
-                fn = model.encode
-            vecs = np.asarray(fn(todo, **kw), dtype=np.float32)
-            self.calls += len(todo)
-            new = {k: v for (k, _), v in zip(missing, vecs)}
-            if self.cache is not None: self.cache.put(self.model_id, new)
-            got.update(new)
-        out = np.stack([got[k] for k in keys]).astype(np.float32)
-        self._dim = out.shape[1]
-        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        return out
-
-    def encode_queries(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
-        "Encode queries through the model's query prompt."
-        return self.encode(texts, "query", progress)
-
-    def encode_documents(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
-        "Encode memories through the model's document prompt."
-        return self.encode(texts, "document", progress)
-
     def __repr__(self): return f"Encoder({self.model_id!r}, dim={self._dim})"
+
+# %% ../nbs/00_core.ipynb #8c689a24
+@patch
+def _load(self: Encoder):
+    "The sentence-transformers model, loaded on first use."
+    if self._model is None:
+        from sentence_transformers import SentenceTransformer
+        try: self._model = SentenceTransformer(self._path, device=self.device)
+        except Exception as e:
+            raise ValueError(f"model: could not load sentence-transformers model {self.model_id!r}: {e}") from e
+        self._dim = self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension") \
+            else self._model.get_sentence_embedding_dimension()
+    return self._model
+
+@patch(as_prop=True)
+def dim(self: Encoder) -> int:
+    "Embedding dimension d."
+    if self._dim is None: self._dim = len(self.encode_documents(["dimension probe"], progress=False)[0])
+    return self._dim
+
+# %% ../nbs/00_core.ipynb #ad4e29f6
+def _check_texts(texts) -> list:
+    "`texts` as a list of strings; a TypeError naming the offending entry otherwise."
+    if isinstance(texts, str): raise TypeError("texts: expected a list of strings, got a single string")
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str): raise TypeError(f"texts[{i}]: expected str, got {type(t).__name__}")
+    return texts
+
+@patch
+def _encode_missing(self: Encoder, todo: list, role: str, progress: bool | None) -> np.ndarray:
+    "Run the model on `todo` as `role` (through `encode_query`/`encode_document` when it has them)."
+    model = self._load()
+    fn = getattr(model, f"encode_{role}", None)
+    bar = (self.progress and len(todo) > self.batch_size) if progress is None else progress  # no bar for one batch
+    kw = dict(batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=bar)
+    if fn is None:  # older sentence-transformers: use the named prompt when the model defines one
+        kw["prompt_name"] = role if role in (getattr(model, "prompts", None) or {}) else None
+        fn = model.encode
+    vecs = np.asarray(fn(todo, **kw), dtype=np.float32)
+    self.calls += len(todo)
+    return vecs
+
+# %% ../nbs/00_core.ipynb #3bc48946
+@patch
+def encode(self: Encoder, texts: Sequence[str], role: str = "document", progress: bool | None = None) -> np.ndarray:
+    "Encode `texts` as `role` ('query' or 'document'): an (n, d) float32 array of unit vectors."
+    check_choice(role, "role", ("query", "document"))
+    texts = _check_texts(texts)
+    if not texts: return np.zeros((0, self._dim or 0), np.float32)
+    keys = [_text_key(role, t) for t in texts]
+    got = self.cache.get(self.model_id, keys) if self.cache is not None else {}
+    missing = sorted({k: t for k, t in zip(keys, texts) if k not in got}.items())
+    if missing:
+        new = dict(zip([k for k, _ in missing], self._encode_missing([t for _, t in missing], role, progress)))
+        if self.cache is not None: self.cache.put(self.model_id, new)
+        got.update(new)
+    out = np.stack([got[k] for k in keys]).astype(np.float32)
+    self._dim = out.shape[1]
+    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    return out
+
+@patch
+def encode_queries(self: Encoder, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
+    "Encode queries through the model's query prompt."
+    return self.encode(texts, "query", progress)
+
+@patch
+def encode_documents(self: Encoder, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
+    "Encode memories through the model's document prompt."
+    return self.encode(texts, "document", progress)
 
 # %% ../nbs/00_core.ipynb #a997af00
 def check_matrix(x, name: str, dim: int | None = None, allow_empty: bool = False) -> np.ndarray:
@@ -283,22 +303,23 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
     "Scale every row to unit L2 norm (zero rows stay zero)."
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
+def _top_k_row(s: np.ndarray, k: int) -> np.ndarray:
+    "Positions of the `k` largest values of `s`, largest first, ties → lower position."
+    if k < len(s):  # a partial sort, then keep every value tied with the k-th so the tie-break is exact
+        kth = np.partition(s, len(s) - k)[len(s) - k]
+        pool = np.flatnonzero(s >= kth)
+    else: pool = np.arange(len(s))
+    return pool[np.lexsort((pool, -s[pool]))[:k]]
+
 def top_k(queries, memories, k: int) -> tuple:
     "Exact cosine top-`k` of each query over `memories` (Eq. 1): (indices, scores), each (n_queries, k), ties → lower index."
     M = unit_rows(check_matrix(memories, "memories"))
     single = np.ndim(queries) == 1
     Q = unit_rows(check_matrix(np.atleast_2d(queries), "queries", dim=M.shape[1]))
-    if not isinstance(k, (int, np.integer)) or k < 1: raise ValueError(f"k: expected a positive integer, got {k!r}")
+    check_positive_int(k, "k")
     if k > len(M): raise ValueError(f"k: asked for the top {k} of a memory bank with only {len(M)} memories")
     S = Q @ M.T
-    idx = np.empty((len(Q), k), dtype=np.int64)
-    for r, s in enumerate(S):
-        if k < len(s):  # a partial sort, then keep every memory tied with the k-th score so the tie-break is exact
-            kth = np.partition(s, len(s) - k)[len(s) - k]
-            pool = np.flatnonzero(s >= kth)
-        else: pool = np.arange(len(s))
-        order = np.lexsort((pool, -s[pool]))[:k]
-        idx[r] = pool[order]
+    idx = np.stack([_top_k_row(s, k) for s in S]).astype(np.int64)
     scores = np.take_along_axis(S, idx, axis=1)
     return (idx[0], scores[0]) if single else (idx, scores)
 
@@ -341,7 +362,7 @@ class MemoryBank:
     def __repr__(self): return f"MemoryBank({self.name!r}, {len(self)} memories, d={self.dim})"
 
     def candidates(self, q, k: int, query: Query | None = None) -> Candidates:
-        "The top-`k` candidates of query embedding `q` (Eq. 1)."
+        "The top-`k` candidates of query embedding `q` (Eq. 1; `k` is EAR's candidate count K)."
         q = check_matrix(np.atleast_2d(q), "q", dim=self.dim)[0]
         idx, sc = top_k(q, self.embeddings, k)
         return Candidates(query, unit_rows(q), [self.memories[i] for i in idx], self.embeddings[idx], sc)
@@ -378,6 +399,10 @@ def score_query(ranked: Sequence[str], gold: Iterable[str], k: int = 5) -> dict:
     return {f"recall@{k}": recall_at_k(ranked, gold, k), f"hit@{k}": hit_at_k(ranked, gold, k),
             "mrr": mrr(ranked, gold), f"ndcg@{k}": ndcg_at_k(ranked, gold, k)}
 
+def _mean_scores(rows: list) -> dict:
+    "Per-metric means of `score_query` results, with their count `n`."
+    return {**{m: float(np.mean([r[m] for r in rows])) for m in rows[0]}, "n": len(rows)}
+
 def evaluate(rankings: dict, queries: Iterable[Query], k: int = 5) -> dict:
     "Mean metrics of `rankings` (query id → ranked memory ids) over `queries`: {'overall': {...}, 'by_category': {...}}."
     if not isinstance(rankings, dict): raise TypeError("rankings: expected a dict query id → ranked memory ids")
@@ -386,6 +411,5 @@ def evaluate(rankings: dict, queries: Iterable[Query], k: int = 5) -> dict:
         if q.id not in rankings: raise ValueError(f"rankings: no ranking for query {q.id!r}")
         rows.setdefault(q.category or "all", []).append(score_query(rankings[q.id], q.gold, k))
     if not rows: raise ValueError("queries: expected at least one query")
-    def mean(rs): return {**{m: float(np.mean([r[m] for r in rs])) for m in rs[0]}, "n": len(rs)}
-    return {"overall": mean([r for rs in rows.values() for r in rs]),
-            "by_category": {c: mean(rs) for c, rs in sorted(rows.items())}}
+    return {"overall": _mean_scores([r for rs in rows.values() for r in rs]),
+            "by_category": {c: _mean_scores(rs) for c, rs in sorted(rows.items())}}

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Sequence
 import numpy as np
 import datasets
-from .core import Memory, Query, MemoryBank, Encoder, atomic_write, default_cache_dir
+from fastcore.basics import patch
+from .core import Memory, Query, MemoryBank, Encoder, atomic_write, check_int, default_cache_dir
 
 # %% auto #0
 __all__ = ['MEMORY_FEATURES', 'QUERY_FEATURES', 'LOCOMO_SOURCE', 'LOCOMO_URL', 'LONGMEMEVAL_SOURCE', 'LOCOMO_CATEGORIES',
@@ -20,23 +21,17 @@ __all__ = ['MEMORY_FEATURES', 'QUERY_FEATURES', 'LOCOMO_SOURCE', 'LOCOMO_URL', '
            'check_longmemeval', 'load_longmemeval', 'tiny_longmemeval']
 
 # %% ../nbs/08_data.ipynb #e2bad679
-def _list_of_strings():
-    "The Arrow type of a list-of-strings column (`datasets.List` in datasets ≥ 4, `Sequence` before)."
-    return (getattr(datasets, "List", None) or datasets.Sequence)(datasets.Value("string"))
-
+_STRINGS = (getattr(datasets, "List", None) or datasets.Sequence)(datasets.Value("string"))  # datasets ≥ 4 has List
 MEMORY_FEATURES = datasets.Features({k: datasets.Value("string") for k in
     ("id", "text", "store", "kind", "timestamp", "bank", "session", "speaker", "metadata")})
 QUERY_FEATURES = datasets.Features({"id": datasets.Value("string"), "text": datasets.Value("string"),
-    "gold": _list_of_strings(), "category": datasets.Value("string"), "bank": datasets.Value("string"),
+    "gold": _STRINGS, "category": datasets.Value("string"), "bank": datasets.Value("string"),
     "scorable": datasets.Value("bool"), "metadata": datasets.Value("string")})
 
 def _table(rows: list, features: datasets.Features) -> datasets.Dataset:
     "A Dataset from a list of row dicts (metadata dicts become JSON strings)."
-    cols = {k: [] for k in features}
-    for r in rows:
-        for k in features:
-            v = r.get(k)
-            cols[k].append(json.dumps(v or {}, ensure_ascii=False) if k == "metadata" else v)
+    cols = {k: [json.dumps(r.get(k) or {}, ensure_ascii=False) if k == "metadata" else r.get(k) for r in rows]
+            for k in features}
     return datasets.Dataset.from_dict(cols, features=features)
 
 # %% ../nbs/08_data.ipynb #32fe0093
@@ -52,112 +47,126 @@ class Benchmark:
     _mems: list | None = field(default=None, init=False, repr=False)
     _qs: list | None = field(default=None, init=False, repr=False)
 
-    # ---- plain objects -------------------------------------------------------------------------------------------
-    def _all_memories(self) -> list:
-        if self._mems is None:
-            cols = self.memories[:]
-            self._mems = [Memory(i, t, s, k, ts, {**json.loads(md), "bank": b, "session": se, "speaker": sp})
-                          for i, t, s, k, ts, b, se, sp, md in zip(*(cols[c] for c in MEMORY_FEATURES))]
-        return self._mems
-
-    def _all_queries(self) -> list:
-        if self._qs is None:
-            cols = self.queries[:]
-            self._qs = [Query(i, t, tuple(g), c, b, {**json.loads(md), "scorable": ok})
-                        for i, t, g, c, b, ok, md in zip(*(cols[c] for c in QUERY_FEATURES))]
-        return self._qs
-
-    def _column(self, table: str, name: str) -> list:
-        "One column of `memories` or `queries` as a Python list (read straight from Arrow)."
-        return getattr(self, table).select_columns([name])[:][name]
-
-    @property
-    def bank_ids(self) -> list:
-        "Memory bank ids, in file order."
-        return list(dict.fromkeys(m.metadata["bank"] for m in self._all_memories()))
-
-    @property
-    def stores(self) -> list:
-        "Memory stores present (e.g. ['episodic', 'semantic'])."
-        return list(dict.fromkeys(m.store for m in self._all_memories()))
-
-    def _check_bank(self, bank):
-        if bank is not None and bank not in set(self.bank_ids):
-            raise ValueError(f"bank: unknown memory bank {bank!r}; expected one of {self.bank_ids[:5]}"
-                             + (" …" if len(self.bank_ids) > 5 else ""))
-
-    def _check_store(self, store):
-        if store is not None and store not in self.stores:
-            raise ValueError(f"store: unknown memory store {store!r}; this benchmark has {self.stores}")
-
-    def memory_objects(self, bank: str | None = None, store: str | None = None) -> list:
-        "The memories as `Memory` objects, optionally only those of one `bank` and/or one `store`."
-        self._check_bank(bank); self._check_store(store)
-        return [m for m in self._all_memories()
-                if (bank is None or m.metadata["bank"] == bank) and (store is None or m.store == store)]
-
-    def query_objects(self, bank: str | None = None, scorable_only: bool = True) -> list:
-        "The queries as `Query` objects (by default only the scorable ones), optionally of one `bank`."
-        self._check_bank(bank)
-        return [q for q in self._all_queries()
-                if (bank is None or q.bank == bank) and (q.metadata["scorable"] or not scorable_only)]
-
-    def banks(self, store: str | None = "episodic") -> dict:
-        "Memories grouped by bank id (file order): {bank: [Memory, ...]}; `store=None` keeps every store."
-        self._check_store(store)
-        out = {b: [] for b in self.bank_ids}
-        for m in self._all_memories():
-            if store is None or m.store == store: out[m.metadata["bank"]].append(m)
-        return {b: ms for b, ms in out.items() if ms}
-
-    def memory_banks(self, encoder: Encoder, stores: Sequence[str] = ("episodic",),
-                     progress: bool | None = None) -> dict:
-        "Encode the memories of `stores` in one pass (one progress bar) and build a `MemoryBank` per bank id."
-        if isinstance(stores, str): stores = (stores,)
-        for s in stores: self._check_store(s)
-        groups = {b: [m for m in ms if m.store in stores] for b, ms in self.banks(store=None).items()}
-        groups = {b: ms for b, ms in groups.items() if ms}
-        texts = [m.text for ms in groups.values() for m in ms]
-        vecs = encoder.encode_documents(texts, progress=progress)
-        out, start = {}, 0
-        for b, ms in groups.items():
-            out[b] = MemoryBank(ms, vecs[start:start + len(ms)], name=b)
-            start += len(ms)
-        return out
-
-    # ---- splits and statistics -----------------------------------------------------------------------------------
-    def split(self, test_size: float = 0.2, seed: int = 0, stratify: bool = False,
-              scorable_only: bool = True) -> tuple:
-        "A seeded random (train, test) split of the queries (§4.4); lists of `Query`."
-        if isinstance(test_size, bool) or not isinstance(test_size, (float, int)) or not 0 < test_size < 1:
-            raise ValueError(f"test_size: expected a fraction strictly between 0 and 1, got {test_size!r}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise TypeError(f"seed: expected an integer, got {type(seed).__name__}")
-        qs = self._all_queries()
-        rng = np.random.default_rng(seed)
-        groups = ([[i for i, q in enumerate(qs) if q.bank == b] for b in dict.fromkeys(q.bank for q in qs)]
-                  if stratify else [list(range(len(qs)))])
-        test_idx = set()
-        for g in groups:
-            perm = rng.permutation(len(g))
-            test_idx.update(g[j] for j in perm[:int(round(test_size * len(g)))])
-        keep = lambda q: q.metadata["scorable"] or not scorable_only
-        train = [q for i, q in enumerate(qs) if i not in test_idx and keep(q)]
-        test = [q for i, q in enumerate(qs) if i in test_idx and keep(q)]
-        return train, test
-
-    def stats(self) -> dict:
-        "Sizes in the terms of Table 1 (queries, conversations, sessions, dialogue turns), plus scorable queries and observations."
-        bank, session, store = (self._column("memories", c) for c in ("bank", "session", "store"))
-        epi = [(b, s) for b, s, st in zip(bank, session, store) if st == "episodic"]
-        scorable = self._column("queries", "scorable")
-        return {"queries": len(scorable), "conversations": len(set(bank)), "sessions": len(set(epi)),
-                "turns": len(epi), "scorable": int(sum(scorable)), "observations": store.count("semantic")}
-
     def __repr__(self):
         s = self.stats()
         return (f"Benchmark({self.name!r}: {s['queries']} queries ({s['scorable']} scorable) over {s['conversations']} "
                 f"banks; {s['turns']} turns in {s['sessions']} sessions, {s['observations']} observations)")
+
+# %% ../nbs/08_data.ipynb #7fbd55fe
+@patch
+def _all_memories(self: Benchmark) -> list:
+    "Every memory as a `Memory` (built once from the Arrow table)."
+    if self._mems is None:
+        cols = self.memories[:]
+        self._mems = [Memory(i, t, s, k, ts, {**json.loads(md), "bank": b, "session": se, "speaker": sp})
+                      for i, t, s, k, ts, b, se, sp, md in zip(*(cols[c] for c in MEMORY_FEATURES))]
+    return self._mems
+
+@patch
+def _all_queries(self: Benchmark) -> list:
+    "Every query as a `Query` (built once from the Arrow table)."
+    if self._qs is None:
+        cols = self.queries[:]
+        self._qs = [Query(i, t, tuple(g), c, b, {**json.loads(md), "scorable": ok})
+                    for i, t, g, c, b, ok, md in zip(*(cols[c] for c in QUERY_FEATURES))]
+    return self._qs
+
+@patch
+def _column(self: Benchmark, table: str, name: str) -> list:
+    "One column of `memories` or `queries` as a Python list (read straight from Arrow)."
+    return getattr(self, table).select_columns([name])[:][name]
+
+# %% ../nbs/08_data.ipynb #f8a28ef9
+@patch(as_prop=True)
+def bank_ids(self: Benchmark) -> list:
+    "Memory bank ids, in file order."
+    return list(dict.fromkeys(m.metadata["bank"] for m in self._all_memories()))
+
+@patch(as_prop=True)
+def stores(self: Benchmark) -> list:
+    "Memory stores present (e.g. ['episodic', 'semantic'])."
+    return list(dict.fromkeys(m.store for m in self._all_memories()))
+
+@patch
+def _check_bank(self: Benchmark, bank):
+    "A ValueError unless `bank` is None or one of `bank_ids`."
+    if bank is not None and bank not in set(self.bank_ids):
+        raise ValueError(f"bank: unknown memory bank {bank!r}; expected one of {self.bank_ids[:5]}"
+                         + (" …" if len(self.bank_ids) > 5 else ""))
+
+@patch
+def _check_store(self: Benchmark, store):
+    "A ValueError unless `store` is None or one of `stores`."
+    if store is not None and store not in self.stores:
+        raise ValueError(f"store: unknown memory store {store!r}; this benchmark has {self.stores}")
+
+# %% ../nbs/08_data.ipynb #db0fe4d8
+@patch
+def memory_objects(self: Benchmark, bank: str | None = None, store: str | None = None) -> list:
+    "The memories as `Memory` objects, optionally only those of one `bank` and/or one `store`."
+    self._check_bank(bank); self._check_store(store)
+    return [m for m in self._all_memories()
+            if (bank is None or m.metadata["bank"] == bank) and (store is None or m.store == store)]
+
+@patch
+def query_objects(self: Benchmark, bank: str | None = None, scorable_only: bool = True) -> list:
+    "The queries as `Query` objects (by default only the scorable ones), optionally of one `bank`."
+    self._check_bank(bank)
+    return [q for q in self._all_queries()
+            if (bank is None or q.bank == bank) and (q.metadata["scorable"] or not scorable_only)]
+
+@patch
+def banks(self: Benchmark, store: str | None = "episodic") -> dict:
+    "Memories grouped by bank id (file order): {bank: [Memory, ...]}; `store=None` keeps every store."
+    self._check_store(store)
+    out = {b: [] for b in self.bank_ids}
+    for m in self._all_memories():
+        if store is None or m.store == store: out[m.metadata["bank"]].append(m)
+    return {b: ms for b, ms in out.items() if ms}
+
+@patch
+def memory_banks(self: Benchmark, encoder: Encoder, stores: Sequence[str] = ("episodic",),
+                 progress: bool | None = None) -> dict:
+    "Encode the memories of `stores` in one pass (one progress bar) and build a `MemoryBank` per bank id."
+    if isinstance(stores, str): stores = (stores,)
+    for s in stores: self._check_store(s)
+    groups = {b: g for b, ms in self.banks(store=None).items() if (g := [m for m in ms if m.store in stores])}
+    vecs = encoder.encode_documents([m.text for ms in groups.values() for m in ms], progress=progress)
+    ends = np.cumsum([len(ms) for ms in groups.values()])
+    return {b: MemoryBank(ms, vecs[e - len(ms):e], name=b) for (b, ms), e in zip(groups.items(), ends)}
+
+# %% ../nbs/08_data.ipynb #2bdc527f
+def _test_positions(groups: list, test_size: float, seed: int) -> set:
+    "Positions drawn for the test part: round(test_size × size) of every group, one seeded generator for all."
+    rng, out = np.random.default_rng(seed), set()
+    for g in groups:
+        perm = rng.permutation(len(g))
+        out.update(g[j] for j in perm[:int(round(test_size * len(g)))])
+    return out
+
+@patch
+def split(self: Benchmark, test_size: float = 0.2, seed: int = 0, stratify: bool = False,
+          scorable_only: bool = True) -> tuple:
+    "A seeded random (train, test) split of the queries (§4.4); lists of `Query`."
+    if isinstance(test_size, bool) or not isinstance(test_size, (float, int)) or not 0 < test_size < 1:
+        raise ValueError(f"test_size: expected a fraction strictly between 0 and 1, got {test_size!r}")
+    check_int(seed, "seed")
+    qs = self._all_queries()
+    groups = ([[i for i, q in enumerate(qs) if q.bank == b] for b in dict.fromkeys(q.bank for q in qs)]
+              if stratify else [list(range(len(qs)))])
+    test_idx = _test_positions(groups, test_size, seed)
+    keep = lambda q: q.metadata["scorable"] or not scorable_only
+    return ([q for i, q in enumerate(qs) if i not in test_idx and keep(q)],
+            [q for i, q in enumerate(qs) if i in test_idx and keep(q)])
+
+@patch
+def stats(self: Benchmark) -> dict:
+    "Sizes in the terms of Table 1 (queries, conversations, sessions, dialogue turns), plus scorable queries and observations."
+    bank, session, store = (self._column("memories", c) for c in ("bank", "session", "store"))
+    epi = [(b, s) for b, s, st in zip(bank, session, store) if st == "episodic"]
+    scorable = self._column("queries", "scorable")
+    return {"queries": len(scorable), "conversations": len(set(bank)), "sessions": len(set(epi)),
+            "turns": len(epi), "scorable": int(sum(scorable)), "observations": store.count("semantic")}
 
 # %% ../nbs/08_data.ipynb #2238eeca
 LOCOMO_SOURCE = "the snap-research/locomo GitHub repository, file data/locomo10.json"
@@ -256,57 +265,72 @@ def _session_numbers(conv: dict) -> list:
     "Numbers N of the `session_N` dialogue lists, ascending."
     return sorted(int(k.split("_")[1]) for k, v in conv.items() if re.fullmatch(r"session_\d+", k))
 
+def _check_locomo_entry(i: int, s, bad) -> None:
+    "The top-level fields of conversation entry `i` (`bad(msg)` makes the error)."
+    if not isinstance(s, dict): raise bad(f"entry {i} is a {type(s).__name__}, not an object")
+    for k, t in (("sample_id", str), ("conversation", dict), ("qa", list)):
+        if not isinstance(s.get(k), t): raise bad(f"entry {i} has no {k} ({t.__name__})")
+
+def _check_locomo_turns(sid: str, conv: dict, bad) -> None:
+    "Every session_N of a conversation: a list of turns with speaker, dia_id and text strings, dia_ids unique."
+    if not _session_numbers(conv): raise bad(f"conversation {sid!r} has no session_N dialogue list")
+    ids = set()
+    for n in _session_numbers(conv):
+        turns = conv[f"session_{n}"]
+        if not isinstance(turns, list): raise bad(f"conversation {sid!r} session_{n} is not a list of turns")
+        for j, t in enumerate(turns):
+            if not (isinstance(t, dict) and all(isinstance(t.get(k), str) for k in ("speaker", "dia_id", "text"))):
+                raise bad(f"conversation {sid!r} session_{n} turn {j} lacks a speaker, dia_id or text string")
+            if t["dia_id"] in ids: raise bad(f"conversation {sid!r} has dia_id {t['dia_id']!r} twice")
+            ids.add(t["dia_id"])
+
+def _check_locomo_qa(sid: str, qa: list, bad) -> None:
+    "Every question of a conversation has a question string and an integer category."
+    for j, q in enumerate(qa):
+        if not (isinstance(q, dict) and isinstance(q.get("question"), str)):
+            raise bad(f"conversation {sid!r} qa[{j}] has no question string")
+        if isinstance(q.get("category"), bool) or not isinstance(q.get("category"), int):
+            raise bad(f"conversation {sid!r} qa[{j}] has no integer category")
+
 def check_locomo(data, file="LoCoMo data") -> None:
     "Raise a ValueError naming `file` and the problem unless `data` has the structure of the official locomo10.json."
     def bad(msg): return ValueError(f"path: {file} is not in the LoCoMo format: {msg}; expected {_LOCOMO_SHAPE}")
     if not isinstance(data, list) or not data: raise bad(f"the top level is {type(data).__name__ if data != [] else 'an empty list'}")
     seen = set()
     for i, s in enumerate(data):
-        if not isinstance(s, dict): raise bad(f"entry {i} is a {type(s).__name__}, not an object")
-        for k, t in (("sample_id", str), ("conversation", dict), ("qa", list)):
-            if not isinstance(s.get(k), t): raise bad(f"entry {i} has no {k} ({t.__name__})")
-        sid, conv = s["sample_id"], s["conversation"]
+        _check_locomo_entry(i, s, bad)
+        sid = s["sample_id"]
         if sid in seen: raise bad(f"sample_id {sid!r} appears twice")
         seen.add(sid)
-        if not _session_numbers(conv): raise bad(f"conversation {sid!r} has no session_N dialogue list")
-        ids = set()
-        for n in _session_numbers(conv):
-            turns = conv[f"session_{n}"]
-            if not isinstance(turns, list): raise bad(f"conversation {sid!r} session_{n} is not a list of turns")
-            for j, t in enumerate(turns):
-                if not (isinstance(t, dict) and all(isinstance(t.get(k), str) for k in ("speaker", "dia_id", "text"))):
-                    raise bad(f"conversation {sid!r} session_{n} turn {j} lacks a speaker, dia_id or text string")
-                if t["dia_id"] in ids: raise bad(f"conversation {sid!r} has dia_id {t['dia_id']!r} twice")
-                ids.add(t["dia_id"])
-        for j, q in enumerate(s["qa"]):
-            if not (isinstance(q, dict) and isinstance(q.get("question"), str)):
-                raise bad(f"conversation {sid!r} qa[{j}] has no question string")
-            if isinstance(q.get("category"), bool) or not isinstance(q.get("category"), int):
-                raise bad(f"conversation {sid!r} qa[{j}] has no integer category")
+        _check_locomo_turns(sid, s["conversation"], bad); _check_locomo_qa(sid, s["qa"], bad)
         if s.get("observation") is not None and not isinstance(s["observation"], dict):
             raise bad(f"conversation {sid!r} observation is not an object")
 
 # %% ../nbs/08_data.ipynb #15ec821c
-def tiny_locomo() -> list:
-    "A tiny synthetic data set in the official LoCoMo format (2 conversations, 11 turns), for tests and examples."
-    def turn(s, i, who, text, **kw): return {"speaker": who, "dia_id": f"D{s}:{i}", "text": text, **kw}
-    c1 = {"speaker_a": "Ana", "speaker_b": "Ben",
-          "session_1_date_time": "1:56 pm on 8 May, 2023",
-          "session_1": [turn(1, 1, "Ana", "Hi Ben! I adopted a puppy called Miso last weekend."),
-                        turn(1, 2, "Ben", "Congrats! I just started learning the violin."),
-                        turn(1, 3, "Ana", "Look at him sleeping on my sofa.", img_url=["https://example.org/miso.jpg"],
-                             blip_caption="a small brown dog sleeping on a couch", query="puppy sleeping")],
+def _tiny_dialogues() -> tuple:
+    "The two conversations of `tiny_locomo`: speakers, session dates and turns (one with a photo)."
+    def session(n, *turns): return [{"speaker": w, "dia_id": f"D{n}:{i}", "text": t, **(kw[0] if kw else {})}
+                                    for i, (w, t, *kw) in enumerate(turns, start=1)]
+    photo = dict(img_url=["https://example.org/miso.jpg"], blip_caption="a small brown dog sleeping on a couch",
+                 query="puppy sleeping")
+    c1 = {"speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "1:56 pm on 8 May, 2023",
+          "session_1": session(1, ("Ana", "Hi Ben! I adopted a puppy called Miso last weekend."),
+                               ("Ben", "Congrats! I just started learning the violin."),
+                               ("Ana", "Look at him sleeping on my sofa.", photo)),
           "session_2_date_time": "10:15 am on 20 June, 2023",
-          "session_2": [turn(2, 1, "Ben", "I played my first violin recital yesterday."),
-                        turn(2, 2, "Ana", "Amazing! Miso and I went hiking in the Alps."),
-                        turn(2, 3, "Ben", "My sister moved to Lisbon for a new job.")]}
-    c2 = {"speaker_a": "Cy", "speaker_b": "Dee",
-          "session_1_date_time": "7:00 pm on 3 March, 2024",
-          "session_1": [turn(1, 1, "Cy", "We chose Postgres over DynamoDB for the orders service."),
-                        turn(1, 2, "Dee", "Good call. My cat knocked over my coffee this morning."),
-                        turn(1, 3, "Cy", "The auth test flake was a clock-skew bug in CI."),
-                        turn(1, 4, "Dee", "I am flying to Tokyo next Friday for a conference."),
-                        turn(1, 5, "Cy", "Enjoy the trip, bring back some matcha.")]}
+          "session_2": session(2, ("Ben", "I played my first violin recital yesterday."),
+                               ("Ana", "Amazing! Miso and I went hiking in the Alps."),
+                               ("Ben", "My sister moved to Lisbon for a new job."))}
+    c2 = {"speaker_a": "Cy", "speaker_b": "Dee", "session_1_date_time": "7:00 pm on 3 March, 2024",
+          "session_1": session(1, ("Cy", "We chose Postgres over DynamoDB for the orders service."),
+                               ("Dee", "Good call. My cat knocked over my coffee this morning."),
+                               ("Cy", "The auth test flake was a clock-skew bug in CI."),
+                               ("Dee", "I am flying to Tokyo next Friday for a conference."),
+                               ("Cy", "Enjoy the trip, bring back some matcha."))}
+    return c1, c2
+
+def _tiny_observations() -> tuple:
+    "Per-session observations of the two tiny conversations (one with a comma-joined link, as in the real file)."
     obs1 = {"session_1_observation": {"Ana": [["Ana adopted a puppy named Miso.", "D1:1"],
                                               ["Ana's puppy Miso likes to sleep on the sofa.", "D1:1, D1:3"]],
                                       "Ben": [["Ben is learning to play the violin.", "D1:2"]]},
@@ -315,27 +339,29 @@ def tiny_locomo() -> list:
                                       "Ana": [["Ana went hiking in the Alps with Miso.", "D2:2"]]}}
     obs2 = {"session_1_observation": {"Cy": [["Cy's team chose Postgres for the orders service.", "D1:1"]],
                                       "Dee": [["Dee is going to a conference in Tokyo.", "D1:4"]]}}
-    qa1 = [{"question": "What is the name of Ana's puppy?", "answer": "Miso", "evidence": ["D1:1"], "category": 4},
-           {"question": "When did Ben play his first violin recital?", "answer": "19 June 2023", "evidence": ["D2:1"],
-            "category": 2},
-           {"question": "What instrument does Ben play and where did he perform?", "answer": "violin, a recital",
-            "evidence": ["D1:2; D2:1"], "category": 1},
-           {"question": "What is the name of Ben's puppy?", "adversarial_answer": "Miso", "evidence": ["D1:1"],
-            "category": 5},
-           {"question": "Would Ana enjoy a mountain holiday?", "answer": "Likely yes", "evidence": [], "category": 3},
-           {"question": "Where did Ben's sister move?", "answer": "Lisbon", "evidence": ["D:2:3"], "category": 4},
-           {"question": "Where did Ana go hiking?", "answer": "the Alps", "evidence": ["D2:2", "D", "D7:7"],
-            "category": 4}]
-    qa2 = [{"question": "Which database did the team pick for orders?", "answer": "Postgres", "evidence": ["D1:01"],
-            "category": 4},
-           {"question": "What caused the flaky auth test?", "answer": "clock skew in CI", "evidence": ["D1:3"],
-            "category": 4},
-           {"question": "Where is Dee travelling for a conference?", "answer": "Tokyo", "evidence": ["D1:4"],
-            "category": 4}]
-    return [{"sample_id": "tiny-1", "conversation": c1, "qa": qa1, "observation": obs1, "session_summary": {},
-             "event_summary": {}},
-            {"sample_id": "tiny-2", "conversation": c2, "qa": qa2, "observation": obs2, "session_summary": {},
-             "event_summary": {}}]
+    return obs1, obs2
+
+def _tiny_questions() -> tuple:
+    "Questions of every category, with the kinds of malformed evidence found in the real file."
+    def qa(question, answer, evidence, category, key="answer"):
+        return {"question": question, key: answer, "evidence": evidence, "category": category}
+    qa1 = [qa("What is the name of Ana's puppy?", "Miso", ["D1:1"], 4),
+           qa("When did Ben play his first violin recital?", "19 June 2023", ["D2:1"], 2),
+           qa("What instrument does Ben play and where did he perform?", "violin, a recital", ["D1:2; D2:1"], 1),
+           qa("What is the name of Ben's puppy?", "Miso", ["D1:1"], 5, key="adversarial_answer"),
+           qa("Would Ana enjoy a mountain holiday?", "Likely yes", [], 3),
+           qa("Where did Ben's sister move?", "Lisbon", ["D:2:3"], 4),
+           qa("Where did Ana go hiking?", "the Alps", ["D2:2", "D", "D7:7"], 4)]
+    qa2 = [qa("Which database did the team pick for orders?", "Postgres", ["D1:01"], 4),
+           qa("What caused the flaky auth test?", "clock skew in CI", ["D1:3"], 4),
+           qa("Where is Dee travelling for a conference?", "Tokyo", ["D1:4"], 4)]
+    return qa1, qa2
+
+def tiny_locomo() -> list:
+    "A tiny synthetic data set in the official LoCoMo format (2 conversations, 11 turns), for tests and examples."
+    (c1, c2), (obs1, obs2), (qa1, qa2) = _tiny_dialogues(), _tiny_observations(), _tiny_questions()
+    return [{"sample_id": sid, "conversation": c, "qa": q, "observation": o, "session_summary": {}, "event_summary": {}}
+            for sid, c, q, o in (("tiny-1", c1, qa1, obs1), ("tiny-2", c2, qa2, obs2))]
 
 # %% ../nbs/08_data.ipynb #fbe64abe
 def _fill(template: str, name: str, **fields) -> str:
@@ -344,41 +370,55 @@ def _fill(template: str, name: str, **fields) -> str:
     except (KeyError, IndexError, ValueError) as e:
         raise ValueError(f"{name}: cannot fill {template!r} ({e!r}); available fields: {sorted(fields)}") from None
 
-def _locomo_memories(s: dict, turn_template, with_captions, caption_template, with_date, date_template,
-                     with_observations, link_report) -> list:
-    "Memory rows of one conversation: its turns (episodic), then its observations (semantic)."
+def _date_prefix(with_date: bool, date_template: str, date, iso) -> str:
+    "The date a memory's text starts with: '' unless `with_date` and the session has a date."
+    return _fill(date_template, "date_template", date=date, iso=iso or "") if with_date and date else ""
+
+def _turn_text(t: dict, n: int, date, turn_template: str, with_captions: bool, caption_template: str) -> str:
+    "The text of one dialogue turn (template filled, photo caption appended when asked)."
+    text = _fill(turn_template, "turn_template", speaker=t["speaker"], text=t["text"], dia_id=t["dia_id"],
+                 session=n, date=date or "")
+    if with_captions and t.get("blip_caption"): text += _fill(caption_template, "caption_template", caption=t["blip_caption"])
+    return text
+
+def _locomo_turns(s: dict, turn_template, with_captions, caption_template, with_date, date_template) -> list:
+    "Episodic memory rows of one conversation: one per dialogue turn, session by session."
     sid, conv, rows = s["sample_id"], s["conversation"], []
-    def prefix(date, iso): return _fill(date_template, "date_template", date=date, iso=iso or "") if with_date and date else ""
     for n in _session_numbers(conv):
         date = conv.get(f"session_{n}_date_time"); iso = parse_locomo_datetime(date)
         for t in conv[f"session_{n}"]:
-            text = _fill(turn_template, "turn_template", speaker=t["speaker"], text=t["text"], dia_id=t["dia_id"],
-                         session=n, date=date or "")
-            if with_captions and t.get("blip_caption"):
-                text += _fill(caption_template, "caption_template", caption=t["blip_caption"])
+            text = _date_prefix(with_date, date_template, date, iso) + _turn_text(t, n, date, turn_template, with_captions,
+                                                                                  caption_template)
             meta = {"date_time": date, **{k: t[k] for k in ("img_url", "blip_caption", "query") if k in t}}
-            rows.append(dict(id=t["dia_id"], text=prefix(date, iso) + text, store="episodic", kind="turn", timestamp=iso,
+            rows.append(dict(id=t["dia_id"], text=text, store="episodic", kind="turn", timestamp=iso,
                              bank=sid, session=f"S{n}", speaker=t["speaker"], metadata=meta))
-    if with_observations:
-        known = {r["id"] for r in rows}
-        for key, by_speaker in (s.get("observation") or {}).items():
-            m = re.fullmatch(r"session_(\d+)_observation", key)
-            if not m or not isinstance(by_speaker, dict): continue
-            n = int(m.group(1)); date = conv.get(f"session_{n}_date_time"); iso = parse_locomo_datetime(date)
-            for who, items in by_speaker.items():
-                for j, item in enumerate(items or [], start=1):
-                    oid = f"obs:S{n}:{who}:{j}"
-                    if not (isinstance(item, (list, tuple)) and item and isinstance(item[0], str)):
-                        link_report.append({"memory": oid, "raw": item, "action": "dropped: not [text, links]"}); continue
-                    raw_links = item[1] if len(item) > 1 else []
-                    links, rep = clean_evidence(raw_links if isinstance(raw_links, list) else [raw_links], known, oid,
-                                                key="memory")
-                    link_report.extend(r | {"bank": sid} for r in rep)
-                    rows.append(dict(id=oid, text=prefix(date, iso) + item[0], store="semantic", kind="observation",
-                                     timestamp=iso, bank=sid, session=f"S{n}", speaker=who,
-                                     metadata={"links": links, "date_time": date}))
     return rows
 
+def _observation(item, oid: str, sid: str, known: set, link_report: list) -> tuple | None:
+    "(text, cleaned links) of one observation entry, or None (reported in `link_report`) when it has no text."
+    if not (isinstance(item, (list, tuple)) and item and isinstance(item[0], str)):
+        link_report.append({"memory": oid, "raw": item, "action": "dropped: not [text, links]"}); return None
+    raw_links = item[1] if len(item) > 1 else []
+    links, rep = clean_evidence(raw_links if isinstance(raw_links, list) else [raw_links], known, oid, key="memory")
+    link_report.extend(r | {"bank": sid} for r in rep)
+    return item[0], links
+
+def _locomo_observations(s: dict, known: set, with_date, date_template, link_report: list) -> list:
+    "Semantic memory rows of one conversation: one per observation, session by session and speaker by speaker."
+    sid, conv, rows = s["sample_id"], s["conversation"], []
+    for key, by_speaker in (s.get("observation") or {}).items():
+        m = re.fullmatch(r"session_(\d+)_observation", key)
+        if not m or not isinstance(by_speaker, dict): continue
+        n = int(m.group(1)); date = conv.get(f"session_{n}_date_time"); iso = parse_locomo_datetime(date)
+        for who, items in by_speaker.items():
+            for j, item in enumerate(items or [], start=1):
+                got = _observation(item, f"obs:S{n}:{who}:{j}", sid, known, link_report)
+                if got: rows.append(dict(id=f"obs:S{n}:{who}:{j}", text=_date_prefix(with_date, date_template, date, iso) + got[0],
+                                         store="semantic", kind="observation", timestamp=iso, bank=sid, session=f"S{n}",
+                                         speaker=who, metadata={"links": got[1], "date_time": date}))
+    return rows
+
+# %% ../nbs/08_data.ipynb #78b07b73
 def _locomo_queries(s: dict, known: set, include_adversarial: bool, evidence_report: list) -> list:
     "Query rows of one conversation (adversarial ones only when asked)."
     rows = []
@@ -424,10 +464,9 @@ def load_locomo(path=None, *,
     check_locomo(data, file)
     mem_rows, query_rows, evidence_report, link_report = [], [], [], []
     for s in data:
-        rows = _locomo_memories(s, turn_template, with_captions, caption_template, with_date, date_template,
-                                with_observations, link_report)
-        mem_rows += rows
-        known = {r["id"] for r in rows if r["store"] == "episodic"}
+        turns = _locomo_turns(s, turn_template, with_captions, caption_template, with_date, date_template)
+        known = {r["id"] for r in turns}
+        mem_rows += turns + (_locomo_observations(s, known, with_date, date_template, link_report) if with_observations else [])
         query_rows += _locomo_queries(s, known, include_adversarial, evidence_report)
     return Benchmark("locomo", _table(mem_rows, MEMORY_FEATURES), _table(query_rows, QUERY_FEATURES),
                      evidence_report, link_report, str(file))
@@ -445,6 +484,19 @@ def parse_longmemeval_date(text) -> str | None:
     try: return datetime(*(int(x) if x else 0 for x in m.groups())).isoformat()
     except ValueError: return None
 
+def _check_haystack(qid: str, q: dict, bad) -> None:
+    "The haystack of question `qid`: parallel session ids, dates and sessions; every turn a role and content string."
+    ids, sessions, dates = q["haystack_session_ids"], q["haystack_sessions"], q.get("haystack_dates")
+    if not (isinstance(ids, list) and isinstance(sessions, list) and len(ids) == len(sessions)):
+        raise bad(f"question {qid!r}: haystack_session_ids and haystack_sessions are not lists of the same length")
+    if dates is not None and (not isinstance(dates, list) or len(dates) != len(ids)):
+        raise bad(f"question {qid!r}: haystack_dates does not have one date per session")
+    for j, sess in enumerate(sessions):
+        if not isinstance(sess, list): raise bad(f"question {qid!r} session {j} is not a list of turns")
+        for t, turn in enumerate(sess):
+            if not (isinstance(turn, dict) and isinstance(turn.get("role"), str) and isinstance(turn.get("content"), str)):
+                raise bad(f"question {qid!r} session {j} turn {t} lacks a role or content string")
+
 def check_longmemeval(data, file="LongMemEval data") -> None:
     "Raise a ValueError naming `file` and the problem unless `data` has the structure of the official LongMemEval JSON."
     def bad(msg): return ValueError(f"path: {file} is not in the LongMemEval format: {msg}; expected {_LONGMEMEVAL_SHAPE}")
@@ -457,18 +509,45 @@ def check_longmemeval(data, file="LongMemEval data") -> None:
         qid = q["question_id"]
         if not isinstance(qid, str) or qid in seen: raise bad(f"entry {i} has a missing or repeated question_id {qid!r}")
         seen.add(qid)
-        ids, sessions, dates = q["haystack_session_ids"], q["haystack_sessions"], q.get("haystack_dates")
-        if not (isinstance(ids, list) and isinstance(sessions, list) and len(ids) == len(sessions)):
-            raise bad(f"question {qid!r}: haystack_session_ids and haystack_sessions are not lists of the same length")
-        if dates is not None and (not isinstance(dates, list) or len(dates) != len(ids)):
-            raise bad(f"question {qid!r}: haystack_dates does not have one date per session")
-        for j, sess in enumerate(sessions):
-            if not isinstance(sess, list): raise bad(f"question {qid!r} session {j} is not a list of turns")
-            for t, turn in enumerate(sess):
-                if not (isinstance(turn, dict) and isinstance(turn.get("role"), str) and isinstance(turn.get("content"), str)):
-                    raise bad(f"question {qid!r} session {j} turn {t} lacks a role or content string")
+        _check_haystack(qid, q, bad)
 
 # %% ../nbs/08_data.ipynb #cae53ee1
+def _unique_session_ids(q: dict, report: list) -> list:
+    "The haystack's session ids as strings, a repeated one renamed `{id}#{n}` (and reported)."
+    seen, out = {}, []
+    for sid in map(str, q["haystack_session_ids"]):
+        seen[sid] = seen.get(sid, 0) + 1
+        if seen[sid] > 1:  # a repeated session id would give repeated memory ids
+            report.append({"query": q["question_id"], "raw": sid, "action": f"repeated session id renamed to {sid}#{seen[sid]}"})
+            sid = f"{sid}#{seen[sid]}"
+        out.append(sid)
+    return out
+
+def _haystack_rows(q: dict, turn_template: str, with_date: bool, date_template: str, report: list) -> list:
+    "Episodic memory rows of one question's haystack: one per turn, id `{session id}:{turn index}`."
+    qid, rows = q["question_id"], []
+    dates = q.get("haystack_dates") or [None] * len(q["haystack_session_ids"])
+    for sid, date, sess in zip(_unique_session_ids(q, report), dates, q["haystack_sessions"]):
+        iso = parse_longmemeval_date(date)
+        pre = _date_prefix(with_date, date_template, date, iso)
+        for j, t in enumerate(sess):
+            text = _fill(turn_template, "turn_template", role=t["role"], content=t["content"], session=sid, date=date or "")
+            rows.append(dict(id=f"{sid}:{j}", text=pre + text, store="episodic", kind="turn", timestamp=iso, bank=qid,
+                             session=sid, speaker=t["role"], metadata={"has_answer": bool(t.get("has_answer")), "date": date}))
+    return rows
+
+def _longmemeval_query(q: dict, gold: list, score_abstention: bool, report: list) -> dict:
+    "The query row of one question; abstention (`_abs`) questions are scored only when asked and when they have gold."
+    qid, abstention = q["question_id"], q["question_id"].endswith("_abs")
+    if not gold and not abstention:
+        report.append({"query": qid, "raw": q.get("answer_session_ids"),
+                       "action": "no turn marked has_answer: query kept but not scored"})
+    meta = {"answer": q.get("answer"), "question_date": q.get("question_date"),
+            "question_timestamp": parse_longmemeval_date(q.get("question_date")),
+            "answer_session_ids": q.get("answer_session_ids") or [], "abstention": abstention}
+    return dict(id=qid, text=q["question"], gold=gold, category=q.get("question_type"), bank=qid,
+                scorable=bool(gold) and (score_abstention or not abstention), metadata=meta)
+
 def load_longmemeval(path=None, *,
                      turn_template: str = "{role}: {content}",  # fields: role, content, session, date
                      with_date: bool = False,  # prefix every turn with its session date
@@ -481,72 +560,40 @@ def load_longmemeval(path=None, *,
     check_longmemeval(data, file)
     mem_rows, query_rows, report = [], [], []
     for q in data:
-        qid, gold, seen = q["question_id"], [], {}
-        dates = q.get("haystack_dates") or [None] * len(q["haystack_session_ids"])
-        for sid, date, sess in zip(q["haystack_session_ids"], dates, q["haystack_sessions"]):
-            sid = str(sid)
-            seen[sid] = seen.get(sid, 0) + 1
-            if seen[sid] > 1:  # a repeated session id would give repeated memory ids
-                report.append({"query": qid, "raw": sid, "action": f"repeated session id renamed to {sid}#{seen[sid]}"})
-                sid = f"{sid}#{seen[sid]}"
-            iso = parse_longmemeval_date(date)
-            pre = _fill(date_template, "date_template", date=date, iso=iso or "") if with_date and date else ""
-            for j, t in enumerate(sess):
-                mid = f"{sid}:{j}"
-                if t.get("has_answer"): gold.append(mid)
-                text = _fill(turn_template, "turn_template", role=t["role"], content=t["content"], session=sid,
-                             date=date or "")
-                mem_rows.append(dict(id=mid, text=pre + text, store="episodic", kind="turn", timestamp=iso, bank=qid,
-                                     session=sid, speaker=t["role"],
-                                     metadata={"has_answer": bool(t.get("has_answer")), "date": date}))
-        abstention = qid.endswith("_abs")
-        if not gold and not abstention:
-            report.append({"query": qid, "raw": q.get("answer_session_ids"),
-                           "action": "no turn marked has_answer: query kept but not scored"})
-        meta = {"answer": q.get("answer"), "question_date": q.get("question_date"),
-                "question_timestamp": parse_longmemeval_date(q.get("question_date")),
-                "answer_session_ids": q.get("answer_session_ids") or [], "abstention": abstention}
-        query_rows.append(dict(id=qid, text=q["question"], gold=gold, category=q.get("question_type"), bank=qid,
-                               scorable=bool(gold) and (score_abstention or not abstention), metadata=meta))
+        rows = _haystack_rows(q, turn_template, with_date, date_template, report)
+        mem_rows += rows
+        query_rows.append(_longmemeval_query(q, [r["id"] for r in rows if r["metadata"]["has_answer"]],
+                                             score_abstention, report))
     return Benchmark("longmemeval", _table(mem_rows, MEMORY_FEATURES), _table(query_rows, QUERY_FEATURES),
                      report, [], str(file))
 
 # %% ../nbs/08_data.ipynb #4ee157a1
+def _lme_question(qid, qtype, question, answer, date, sessions, answer_ids) -> dict:
+    "One question in the official format; `sessions` is a list of (session id, date, [(role, content, has_answer)])."
+    return {"question_id": qid, "question_type": qtype, "question": question, "answer": answer, "question_date": date,
+            "haystack_session_ids": [i for i, _, _ in sessions], "haystack_dates": [d for _, d, _ in sessions],
+            "haystack_sessions": [[dict(role=r, content=c, **({"has_answer": True} if a else {})) for r, c, a in t]
+                                  for _, _, t in sessions], "answer_session_ids": answer_ids}
+
 def tiny_longmemeval() -> list:
     "A tiny synthetic data set in the official LongMemEval format (3 questions, one abstention), for tests and examples."
-    def s(*turns): return [dict(role=r, content=c, **({"has_answer": True} if a else {})) for r, c, a in turns]
-    return [
-        {"question_id": "e47becba", "question_type": "single-session-user",
-         "question": "What degree did I graduate with?", "answer": "Business Administration",
-         "question_date": "2023/05/30 (Tue) 23:40",
-         "haystack_session_ids": ["sharegpt_a1_0", "answer_e47becba_1", "ultrachat_b2"],
-         "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/22 (Mon) 14:03", "2023/05/25 (Thu) 09:10"],
-         "haystack_sessions": [
-             s(("user", "Can you suggest a pasta recipe with spinach?", False),
-               ("assistant", "Try spinach and ricotta cannelloni.", False)),
-             s(("user", "I graduated with a degree in Business Administration, any job tips?", True),
-               ("assistant", "Consider roles in operations or consulting.", False)),
-             s(("user", "How do I repot a cactus?", False), ("assistant", "Use gloves and a dry, gritty mix.", False))],
-         "answer_session_ids": ["answer_e47becba_1"]},
-        {"question_id": "gpt4_2655b836", "question_type": "temporal-reasoning",
-         "question": "What was the first issue I had with my new car after its first service?",
-         "answer": "GPS system not functioning correctly", "question_date": "2023/04/10 (Mon) 17:50",
-         "haystack_session_ids": ["answer_4be1b6b4_2", "sharegpt_c3_1"],
-         "haystack_dates": ["2023/03/22 (Wed) 08:15", "2023/03/30 (Thu) 19:45"],
-         "haystack_sessions": [
-             s(("user", "After the first service of my new car the GPS stopped working properly.", True),
-               ("assistant", "Try a software update or ask the dealer.", False),
-               ("user", "Thanks, I will call them.", False)),
-             s(("user", "Write a haiku about spring rain.", False), ("assistant", "Soft rain on new leaves…", False))],
-         "answer_session_ids": ["answer_4be1b6b4_2"]},
-        {"question_id": "e47becba_abs", "question_type": "single-session-user",
-         "question": "What degree did my sister graduate with?",
-         "answer": "You did not mention this information.", "question_date": "2023/05/30 (Tue) 23:40",
-         "haystack_session_ids": ["sharegpt_a1_0", "answer_e47becba_1"],
-         "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/22 (Mon) 14:03"],
-         "haystack_sessions": [
-             s(("user", "Can you suggest a pasta recipe with spinach?", False),
-               ("assistant", "Try spinach and ricotta cannelloni.", False)),
-             s(("user", "I graduated with a degree in Business Administration, any job tips?", False),
-               ("assistant", "Consider roles in operations or consulting.", False))],
-         "answer_session_ids": ["answer_e47becba_1"]}]
+    pasta = ("sharegpt_a1_0", "2023/05/20 (Sat) 02:21", [("user", "Can you suggest a pasta recipe with spinach?", False),
+                                                        ("assistant", "Try spinach and ricotta cannelloni.", False)])
+    def degree(cited): return ("answer_e47becba_1", "2023/05/22 (Mon) 14:03", [
+        ("user", "I graduated with a degree in Business Administration, any job tips?", cited),
+        ("assistant", "Consider roles in operations or consulting.", False)])
+    cactus = ("ultrachat_b2", "2023/05/25 (Thu) 09:10", [("user", "How do I repot a cactus?", False),
+                                                        ("assistant", "Use gloves and a dry, gritty mix.", False)])
+    car = ("answer_4be1b6b4_2", "2023/03/22 (Wed) 08:15", [
+        ("user", "After the first service of my new car the GPS stopped working properly.", True),
+        ("assistant", "Try a software update or ask the dealer.", False), ("user", "Thanks, I will call them.", False)])
+    haiku = ("sharegpt_c3_1", "2023/03/30 (Thu) 19:45", [("user", "Write a haiku about spring rain.", False),
+                                                        ("assistant", "Soft rain on new leaves…", False)])
+    return [_lme_question("e47becba", "single-session-user", "What degree did I graduate with?", "Business Administration",
+                          "2023/05/30 (Tue) 23:40", [pasta, degree(True), cactus], ["answer_e47becba_1"]),
+            _lme_question("gpt4_2655b836", "temporal-reasoning",
+                          "What was the first issue I had with my new car after its first service?",
+                          "GPS system not functioning correctly", "2023/04/10 (Mon) 17:50", [car, haiku], ["answer_4be1b6b4_2"]),
+            _lme_question("e47becba_abs", "single-session-user", "What degree did my sister graduate with?",
+                          "You did not mention this information.", "2023/05/30 (Tue) 23:40", [pasta, degree(False)],
+                          ["answer_e47becba_1"])]

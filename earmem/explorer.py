@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
-from .core import check_labels, check_matrix
+from fastcore.basics import patch
+from .core import check_choice, check_labels, check_matrix, check_number, check_positive_int
 
 # %% auto #0
 __all__ = ['FINAL_RULES', 'ExplorerConfig', 'ucb_bonus', 'redundancy', 'Explorer', 'exploit_slate']
@@ -27,13 +28,9 @@ class ExplorerConfig:
     final: str = "exploit"  # final slate: 'exploit' (aggregated feedback, then relevance) or 'last' (S^(T), the paper's)
 
     def __post_init__(self):
-        for name in ("s", "T"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < 1: raise ValueError(f"{name}: expected a positive integer, got {v!r}")
-        for name in ("lambda_rel", "lambda_div", "lambda_exp", "alpha"):
-            v = getattr(self, name)
-            if not np.isfinite(v) or v < 0: raise ValueError(f"{name}: expected a finite number ≥ 0, got {v!r}")
-        if self.final not in FINAL_RULES: raise ValueError(f"final: expected one of {FINAL_RULES}, got {self.final!r}")
+        for name in ("s", "T"): check_positive_int(getattr(self, name), name)
+        for name in ("lambda_rel", "lambda_div", "lambda_exp", "alpha"): check_number(getattr(self, name), name, low=0)
+        check_choice(self.final, "final", FINAL_RULES)
 
 # %% ../nbs/03_explorer.ipynb #3afa09b8
 def ucb_bonus(means: np.ndarray, counts: np.ndarray, alpha: float) -> np.ndarray:
@@ -67,32 +64,6 @@ class Explorer:
     @property
     def K(self) -> int: return len(self.memories)
 
-    def select(self) -> np.ndarray:
-        "Build one slate greedily (Eqs. 6–8); ties → lower candidate position."
-        c = self.config
-        base = c.lambda_rel * self.relevance + c.lambda_exp * ucb_bonus(self.means, self.counts, c.alpha)
-        sims = self.memories @ self.memories.T
-        slate, D, free = [], np.zeros(self.K), np.ones(self.K, dtype=bool)
-        for _ in range(c.s):
-            A = np.where(free, base - c.lambda_div * D, -np.inf)
-            i = int(np.argmax(A))      # argmax returns the first maximum: the deterministic tie-break
-            slate.append(i); free[i] = False
-            D = np.maximum(D, sims[i])
-        return np.array(slate)
-
-    def update(self, slate, labels):
-        "Eq. 9: count and running-mean update for the arms in `slate`."
-        slate = np.asarray(slate)
-        y = check_labels(labels, len(slate)).astype(np.float64)
-        self.counts[slate] += 1
-        self.means[slate] += (y - self.means[slate]) / self.counts[slate]
-        self.slates.append(slate); self.labels.append(y.astype(np.int8))
-
-    def run(self, judge: Callable, T: int | None = None) -> np.ndarray:
-        "Run T rounds of select → `judge(slate) → labels` → update; return the final slate (see `final_slate`)."
-        for _ in range(T or self.config.T): self.update(s := self.select(), judge(s))
-        return self.final_slate()
-
     @property
     def observed(self) -> np.ndarray:
         "Eq. 11: which candidates received feedback."
@@ -103,17 +74,47 @@ class Explorer:
         "Eq. 12: mean feedback ȳ_i per candidate (0 where unobserved)."
         return self.means.copy()
 
+# %% ../nbs/03_explorer.ipynb #faca2b7d
+@patch
+def select(self: Explorer) -> np.ndarray:
+    "Build one slate greedily (Eqs. 6–8); ties → lower candidate position."
+    c = self.config
+    base = c.lambda_rel * self.relevance + c.lambda_exp * ucb_bonus(self.means, self.counts, c.alpha)
+    sims = self.memories @ self.memories.T
+    slate, D, free = [], np.zeros(self.K), np.ones(self.K, dtype=bool)
+    for _ in range(c.s):
+        A = np.where(free, base - c.lambda_div * D, -np.inf)
+        i = int(np.argmax(A))      # argmax returns the first maximum: the deterministic tie-break
+        slate.append(i); free[i] = False
+        D = np.maximum(D, sims[i])
+    return np.array(slate)
+
+# %% ../nbs/03_explorer.ipynb #fcba5197
+@patch
+def update(self: Explorer, slate, labels):
+    "Eq. 9: count and running-mean update for the arms in `slate`."
+    slate = np.asarray(slate)
+    y = check_labels(labels, len(slate)).astype(np.float64)
+    self.counts[slate] += 1
+    self.means[slate] += (y - self.means[slate]) / self.counts[slate]
+    self.slates.append(slate); self.labels.append(y.astype(np.int8))
+
+@patch
+def run(self: Explorer, judge: Callable, T: int | None = None) -> np.ndarray:
+    "Run T rounds of select → `judge(slate) → labels` → update; return the final slate (see `final_slate`)."
+    for _ in range(T or self.config.T): self.update(s := self.select(), judge(s))
+    return self.final_slate()
+
 # %% ../nbs/03_explorer.ipynb #6a8da66e
 def exploit_slate(aggregated, observed, relevance, s: int) -> np.ndarray:
     "Top-`s` candidates by aggregated feedback ȳ (unobserved = 0), ties broken by relevance, then position."
     score = np.where(observed, aggregated, 0.0)
     return np.lexsort((np.arange(len(score)), -np.asarray(relevance), -score))[:s]
 
-def _final_slate(self: Explorer, rule: str | None = None) -> np.ndarray:
+@patch
+def final_slate(self: Explorer, rule: str | None = None) -> np.ndarray:
     "The slate Explorer-assisted inference returns: 'last' = S^(T) (paper), 'exploit' = `exploit_slate`."
-    rule = rule or self.config.final
-    if rule not in FINAL_RULES: raise ValueError(f"rule: expected one of {FINAL_RULES}, got {rule!r}")
+    rule = check_choice(rule or self.config.final, "rule", FINAL_RULES)
     if not self.slates: raise ValueError("final_slate: no exploration round has run yet")
     if rule == "last": return self.slates[-1].copy()
     return exploit_slate(self.means, self.observed, self.relevance, self.config.s)
-Explorer.final_slate = _final_slate

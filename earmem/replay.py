@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Sequence
 import numpy as np
 import torch
-from .core import Candidates, atomic_write, atomic_write_json, check_labels, check_matrix, unit_rows
+from fastcore.basics import patch
+from .core import (Candidates, atomic_write, atomic_write_json, check_choice, check_int, check_labels, check_matrix,
+                         check_positive_int, check_positive_number, unit_rows)
 from .adapter import ResidualAdapter, ranking_loss, top_s
 from .explorer import Explorer, ExplorerConfig
 
@@ -59,9 +61,7 @@ SAMPLING = ("similarity", "reward", "random")
 class ExperienceBuffer:
     "Experience Buffer B (Eq. 14) with similarity / reward / random replay sampling (Eq. 15, App. B.2)."
     def __init__(self, capacity: int | None = None):
-        if capacity is not None and (not isinstance(capacity, int) or capacity < 1):
-            raise ValueError(f"capacity: expected None or a positive integer, got {capacity!r}")
-        self.capacity, self.items, self._Q = capacity, [], None
+        self.capacity, self.items, self._Q = check_positive_int(capacity, "capacity", allow_none=True), [], None
 
     def __len__(self): return len(self.items)
     def __getitem__(self, i) -> Experience: return self.items[i]
@@ -74,28 +74,31 @@ class ExperienceBuffer:
         if self.capacity is not None and len(self.items) > self.capacity: self.items.pop(0)
         self._Q = None
 
-    def sample(self, q, B: int, strategy: str = "similarity", rng: np.random.Generator | None = None) -> list:
-        "Indices of up to `B` experiences to replay for frozen query embedding `q`."
-        if strategy not in SAMPLING: raise ValueError(f"strategy: expected one of {SAMPLING}, got {strategy!r}")
-        if not isinstance(B, (int, np.integer)) or B < 1: raise ValueError(f"B: expected a positive integer, got {B!r}")
-        n = len(self.items)
-        if n == 0: return []
-        B = min(B, n)
-        if strategy == "random":
-            if rng is None: raise ValueError("rng: random sampling needs a numpy Generator")
-            return sorted(rng.choice(n, size=B, replace=False).tolist())
-        if strategy == "reward": key = np.array([e.mean_reward for e in self.items])
-        else:
-            if self._Q is None: self._Q = np.stack([e.q for e in self.items])
-            key = -(self._Q @ np.asarray(q, dtype=np.float32))
-        return np.lexsort((np.arange(n), key))[:B].tolist()   # smallest key first; ties → older experience
+# %% ../nbs/04_replay.ipynb #06d7ffde
+@patch
+def _sample_key(self: ExperienceBuffer, q, strategy: str) -> np.ndarray:
+    "Smaller is replayed first: −similarity to `q` (Eq. 15), or the mean reward, of every stored experience."
+    if strategy == "reward": return np.array([e.mean_reward for e in self.items])
+    if self._Q is None: self._Q = np.stack([e.q for e in self.items])
+    return -(self._Q @ np.asarray(q, dtype=np.float32))
+
+@patch
+def sample(self: ExperienceBuffer, q, B: int, strategy: str = "similarity", rng: np.random.Generator | None = None) -> list:
+    "Indices of up to `B` experiences to replay for frozen query embedding `q`."
+    check_choice(strategy, "strategy", SAMPLING); check_positive_int(B, "B")
+    n = len(self.items)
+    if n == 0: return []
+    B = min(B, n)
+    if strategy == "random":
+        if rng is None: raise ValueError("rng: random sampling needs a numpy Generator")
+        return sorted(rng.choice(n, size=B, replace=False).tolist())
+    return np.lexsort((np.arange(n), self._sample_key(q, strategy)))[:B].tolist()
 
 # %% ../nbs/04_replay.ipynb #41c8d2f6
 def gumbel_slate(logits, s: int, tau: float = 0.5, generator: torch.Generator | None = None) -> torch.Tensor:
     "Sample ordered slates of `s` distinct candidates from softmax(logits/tau) with the Gumbel-top-s trick: (..., K) → (..., s)."
     logits = torch.as_tensor(logits)
-    if not tau > 0: raise ValueError(f"tau: expected a positive temperature, got {tau!r}")
-    if not 1 <= s <= logits.shape[-1]: raise ValueError(f"s: expected an integer in [1, {logits.shape[-1]}], got {s!r}")
+    check_positive_number(tau, "tau"); check_int(s, "s", 1, logits.shape[-1])
     u = torch.rand(logits.shape, generator=generator).clamp_(1e-12, 1 - 1e-7)
     return (logits.detach() / tau - torch.log(-torch.log(u))).topk(s, dim=-1).indices
 
@@ -117,7 +120,7 @@ def stack_experiences(experiences: Sequence[Experience]) -> tuple:
 def replay_loss(adapter: ResidualAdapter, experiences: Sequence[Experience], s: int, tau: float = 0.5,
                 baseline: float = 0.5, unobserved: str = "negative", generator: torch.Generator | None = None) -> torch.Tensor:
     "L_rep (Eq. 16): mean ranking loss of Gumbel-sampled slates over the replayed `experiences`."
-    if unobserved not in UNOBSERVED: raise ValueError(f"unobserved: expected one of {UNOBSERVED}, got {unobserved!r}")
+    check_choice(unobserved, "unobserved", UNOBSERVED)
     Q, M, valid, obs, rew = (torch.from_numpy(a) for a in stack_experiences(experiences))
     s = min(s, int(valid.sum(1).min()))
     logits = adapter.logits(Q, M).masked_fill(~valid, float("-inf"))
@@ -133,8 +136,8 @@ TRAIN_SLATES = ("explorer", "gumbel")
 @dataclass
 class EARConfig:
     "Every hyper-parameter of EAR (defaults from App. A unless noted)."
-    K: int = 20  # candidates from the frozen retriever (Eq. 1)
-    s: int = 5  # slate size
+    K: int = 20  # candidate count K of the frozen retriever (Eq. 1)
+    s: int = 5  # slate size s: memories per slate (and per query at inference)
     T: int = 4  # exploration rounds
     lambda_rel: float = 0.4
     lambda_div: float = 0.3
@@ -157,21 +160,19 @@ class EARConfig:
 
     def __post_init__(self):
         ExplorerConfig(**self.explorer_kwargs())  # validates s, T, λ, α, final
-        if not isinstance(self.K, (int, np.integer)) or self.K < 1: raise ValueError(f"K: expected a positive integer, got {self.K!r}")
+        check_positive_int(self.K, "K")
         if self.s > self.K: raise ValueError(f"s: slate size {self.s} exceeds K = {self.K} candidates")
-        if self.optimizer not in ("adam", "sgd"): raise ValueError(f"optimizer: expected 'adam' or 'sgd', got {self.optimizer!r}")
-        if not self.lr > 0: raise ValueError(f"lr: expected a positive learning rate, got {self.lr!r}")
-        if self.replay is not None and self.replay not in SAMPLING: raise ValueError(f"replay: expected one of {SAMPLING} or None, got {self.replay!r}")
-        if self.unobserved not in UNOBSERVED: raise ValueError(f"unobserved: expected one of {UNOBSERVED}, got {self.unobserved!r}")
-        if self.train_slates not in TRAIN_SLATES: raise ValueError(f"train_slates: expected one of {TRAIN_SLATES}, got {self.train_slates!r}")
-        if not isinstance(self.B, (int, np.integer)) or self.B < 1: raise ValueError(f"B: expected a positive integer, got {self.B!r}")
-        if not self.tau > 0: raise ValueError(f"tau: expected a positive temperature, got {self.tau!r}")
+        check_choice(self.optimizer, "optimizer", ("adam", "sgd")); check_positive_number(self.lr, "lr")
+        check_choice(self.replay, "replay", (*SAMPLING, None)); check_choice(self.unobserved, "unobserved", UNOBSERVED)
+        check_choice(self.train_slates, "train_slates", TRAIN_SLATES); check_positive_int(self.B, "B")
+        check_positive_number(self.tau, "tau")
 
     def explorer_kwargs(self) -> dict:
         return {k: getattr(self, k) for k in ("s", "T", "lambda_rel", "lambda_div", "lambda_exp", "alpha", "final")}
 
 # %% ../nbs/04_replay.ipynb #64a16a29
 def _check_candidates(cands: Candidates, dim: int) -> tuple:
+    "The frozen query and candidate embeddings of `cands`, checked against dimension `dim`."
     if not isinstance(cands, Candidates): raise TypeError(f"cands: expected earmem.core.Candidates, got {type(cands).__name__}")
     if len(cands) == 0: raise ValueError("cands: the candidate set is empty")
     M = check_matrix(cands.embeddings, "cands.embeddings", dim=dim)
@@ -181,8 +182,7 @@ def _check_candidates(cands: Candidates, dim: int) -> tuple:
 class EAR:
     "The Exploratory-Assimilating Reflection learner (Alg. 1): adapter + Explorer + Experience Buffer."
     def __init__(self, dim: int, config: EARConfig | None = None, seed: int = 0):
-        self.config = config or EARConfig()
-        c = self.config
+        self.config = c = config or EARConfig()
         self.dim, self.seed = dim, seed
         self.adapter = ResidualAdapter(dim, rank=c.rank, seed=seed, temperature=c.temperature)
         opt = torch.optim.Adam if c.optimizer == "adam" else torch.optim.SGD
@@ -194,71 +194,103 @@ class EAR:
 
     def __repr__(self): return f"{type(self).__name__}(dim={self.dim}, steps={self.steps}, buffer={len(self.buffer)})"
 
-    # ---- inference -------------------------------------------------------------------------------------------
-    @torch.no_grad()
-    def _adapted(self, cands: Candidates) -> tuple:
-        q, M = _check_candidates(cands, self.dim)
+# %% ../nbs/04_replay.ipynb #34124393
+@patch
+def _adapted(self: EAR, cands: Candidates) -> tuple:
+    "(adapted relevance (K,), adapted memory embeddings (K, d)) of `cands`, without gradients."
+    q, M = _check_candidates(cands, self.dim)
+    with torch.no_grad():
         qt, Mt = self.adapter.adapt_queries(torch.from_numpy(q)), self.adapter.adapt_memories(torch.from_numpy(M))
         return (Mt @ qt).numpy(), Mt.numpy()
 
-    def scores(self, cands: Candidates) -> np.ndarray:
-        "Adapted relevance q̃ᵀm̃ of every candidate (Eq. 4 logits before the temperature)."
-        return self._adapted(cands)[0]
+@patch
+def scores(self: EAR, cands: Candidates) -> np.ndarray:
+    "Adapted relevance q̃ᵀm̃ of every candidate (Eq. 4 logits before the temperature)."
+    return self._adapted(cands)[0]
 
-    def explorer(self, cands: Candidates, critic, T: int | None = None) -> Explorer:
-        "Run T Explorer rounds (Eqs. 5–9) on `cands` against `critic`; return the Explorer with its statistics."
-        rel, Mt = self._adapted(cands)
-        ex = Explorer(rel, Mt, ExplorerConfig(**{**self.config.explorer_kwargs(), "s": min(self.config.s, len(cands))}))
-        ex.run(lambda slate: self._judge(critic, cands, slate), T)
-        return ex
+# %% ../nbs/04_replay.ipynb #a8b6906c
+@patch
+def _judge(self: EAR, critic, cands: Candidates, slate) -> np.ndarray:
+    "The critic's labels of one slate of candidate positions (counted in `critic_calls`)."
+    self.critic_calls += 1
+    return check_labels(critic.judge(cands.query, [cands.memories[i] for i in slate]), len(slate), "critic labels")
 
-    def select(self, cands: Candidates, s: int | None = None, explore: bool = False, critic=None,
-               rule: str | None = None) -> np.ndarray:
-        "Slate of candidate positions: adapter-only top-s (§3.6), or Explorer-assisted when `explore=True`."
-        if s is None: s = min(self.config.s, len(cands))
-        if not explore: return top_s(self.scores(cands), s)
-        if critic is None: raise ValueError("critic: Explorer-assisted inference (explore=True) needs a critic")
-        return self.explorer(cands, critic).final_slate(rule)
+@patch
+def explorer(self: EAR, cands: Candidates, critic, T: int | None = None) -> Explorer:
+    "Run T Explorer rounds (Eqs. 5–9) on `cands` against `critic`; return the Explorer with its statistics."
+    rel, Mt = self._adapted(cands)
+    ex = Explorer(rel, Mt, ExplorerConfig(**{**self.config.explorer_kwargs(), "s": min(self.config.s, len(cands))}))
+    ex.run(lambda slate: self._judge(critic, cands, slate), T)
+    return ex
 
-    def _judge(self, critic, cands: Candidates, slate) -> np.ndarray:
-        self.critic_calls += 1
-        return check_labels(critic.judge(cands.query, [cands.memories[i] for i in slate]), len(slate), "critic labels")
+@patch
+def select(self: EAR, cands: Candidates, s: int | None = None, explore: bool = False, critic=None,
+           rule: str | None = None) -> np.ndarray:
+    "Slate of candidate positions: adapter-only top-s (§3.6), or Explorer-assisted when `explore=True`."
+    if s is None: s = min(self.config.s, len(cands))
+    if not explore: return top_s(self.scores(cands), s)
+    if critic is None: raise ValueError("critic: Explorer-assisted inference (explore=True) needs a critic")
+    return self.explorer(cands, critic).final_slate(rule)
 
-    # ---- learning --------------------------------------------------------------------------------------------
-    def step(self, cands: Candidates, critic) -> dict:
-        "One online training step on a query (Alg. 1): explore (or sample) → feedback → update φ → store experience."
-        if self.config.train_slates == "explorer":
-            ex = self.explorer(cands, critic)
-            slates, labels = ex.slates, ex.labels
-        else:
-            logits = torch.from_numpy(self.scores(cands)) / self.config.temperature
-            slate = gumbel_slate(logits, min(self.config.s, len(cands)), self.config.tau, self.generator).numpy()
-            slates, labels = [slate], [self._judge(critic, cands, slate)]
-        return {**self.observe(cands, slates, labels), "slates": slates, "labels": labels}
+# %% ../nbs/04_replay.ipynb #8b30a4d5
+@patch
+def _current_loss(self: EAR, q: np.ndarray, M: np.ndarray, slates: Sequence, labels: Sequence) -> torch.Tensor:
+    "Eq. 10 over every slate of the current query (one batch when all slates have the same size)."
+    logits = self.adapter.logits(torch.from_numpy(q), torch.from_numpy(M))
+    b = self.config.baseline
+    if len({len(sl) for sl in slates}) == 1:
+        S = np.stack([np.asarray(sl, dtype=np.int64) for sl in slates])
+        return ranking_loss(logits, S, np.stack(labels).astype(np.float32), b)
+    return torch.stack([ranking_loss(logits, [sl], [y], b) for sl, y in zip(slates, labels)]).mean()
 
-    def observe(self, cands: Candidates, slates: Sequence, labels: Sequence) -> dict:
-        "Learn from feedback on slates of `cands` (Eqs. 10–18) and store the experience; returns the losses."
-        c = self.config
-        q, M = _check_candidates(cands, self.dim)
-        if not len(slates): raise ValueError("slates: expected at least one slate")
-        observed, ybar = aggregate_feedback(len(M), slates, labels)
-        S = np.stack([np.asarray(sl, dtype=np.int64) for sl in slates]) if len({len(sl) for sl in slates}) == 1 else None
-        logits = self.adapter.logits(torch.from_numpy(q), torch.from_numpy(M))
-        if S is not None: loss_cur = ranking_loss(logits, S, np.stack(labels).astype(np.float32), c.baseline)
-        else: loss_cur = torch.stack([ranking_loss(logits, [sl], [y], c.baseline) for sl, y in zip(slates, labels)]).mean()
-        loss_rep = torch.zeros(())
-        if c.replay is not None and len(self.buffer):
-            batch = [self.buffer[i] for i in self.buffer.sample(q, c.B, c.replay, self.rng)]
-            loss_rep = replay_loss(self.adapter, batch, c.s, c.tau, c.baseline, c.unobserved, self.generator)
-        loss = loss_cur + c.lambda_rep * loss_rep
-        self.optimizer.zero_grad()
-        loss.backward()
-        if c.grad_clip is not None: torch.nn.utils.clip_grad_norm_(self.adapter.parameters(), c.grad_clip)
-        self.optimizer.step()
-        if c.replay is not None:
-            self.buffer.add(Experience(q, M, observed, ybar, cands.query.id if cands.query is not None else ""))
-        self.steps += 1
-        return {"loss": loss.item(), "loss_cur": loss_cur.item(), "loss_rep": loss_rep.item()}
+@patch
+def _replay_loss(self: EAR, q: np.ndarray) -> torch.Tensor:
+    "Eqs. 15–16: the replay loss over up to B earlier experiences (0 with replay off or an empty buffer)."
+    c = self.config
+    if c.replay is None or not len(self.buffer): return torch.zeros(())
+    batch = [self.buffer[i] for i in self.buffer.sample(q, c.B, c.replay, self.rng)]
+    return replay_loss(self.adapter, batch, c.s, c.tau, c.baseline, c.unobserved, self.generator)
+
+@patch
+def _update(self: EAR, loss: torch.Tensor):
+    "Eq. 18: one optimiser step on `loss`, the total gradient norm clipped at `grad_clip`."
+    self.optimizer.zero_grad()
+    loss.backward()
+    if self.config.grad_clip is not None: torch.nn.utils.clip_grad_norm_(self.adapter.parameters(), self.config.grad_clip)
+    self.optimizer.step()
+
+# %% ../nbs/04_replay.ipynb #719198a9
+@patch
+def observe(self: EAR, cands: Candidates, slates: Sequence, labels: Sequence) -> dict:
+    "Learn from feedback on slates of `cands` (Eqs. 10–18) and store the experience; returns the losses."
+    c = self.config
+    q, M = _check_candidates(cands, self.dim)
+    if not len(slates): raise ValueError("slates: expected at least one slate")
+    observed, ybar = aggregate_feedback(len(M), slates, labels)
+    loss_cur, loss_rep = self._current_loss(q, M, slates, labels), self._replay_loss(q)
+    loss = loss_cur + c.lambda_rep * loss_rep
+    self._update(loss)
+    if c.replay is not None:
+        self.buffer.add(Experience(q, M, observed, ybar, cands.query.id if cands.query is not None else ""))
+    self.steps += 1
+    return {"loss": loss.item(), "loss_cur": loss_cur.item(), "loss_rep": loss_rep.item()}
+
+# %% ../nbs/04_replay.ipynb #2553f1a7
+@patch
+def _sample_slate(self: EAR, cands: Candidates, critic) -> tuple:
+    "RL-style training: one Gumbel slate from the adapter's softmax (Eq. 19) and the critic's labels, as lists."
+    logits = torch.from_numpy(self.scores(cands)) / self.config.temperature
+    slate = gumbel_slate(logits, min(self.config.s, len(cands)), self.config.tau, self.generator).numpy()
+    return [slate], [self._judge(critic, cands, slate)]
+
+@patch
+def step(self: EAR, cands: Candidates, critic) -> dict:
+    "One online training step on a query (Alg. 1): explore (or sample) → feedback → update φ → store experience."
+    if self.config.train_slates == "explorer":
+        ex = self.explorer(cands, critic)
+        slates, labels = ex.slates, ex.labels
+    else: slates, labels = self._sample_slate(cands, critic)
+    return {**self.observe(cands, slates, labels), "slates": slates, "labels": labels}
 
 # %% ../nbs/04_replay.ipynb #ebaa51da
 def rl_config(**overrides) -> EARConfig:
@@ -272,71 +304,90 @@ class RLUpdate(EAR):
 
 # %% ../nbs/04_replay.ipynb #4ac3b2d4
 def _buffer_tensors(buffer: ExperienceBuffer) -> dict:
+    "The Experience Buffer as padded arrays (empty dict for an empty buffer)."
     if not len(buffer): return {}
     Q, M, valid, obs, _ = stack_experiences(buffer.items)
     ybar = np.zeros(valid.shape, np.float32)
     for b, e in enumerate(buffer.items): ybar[b, :len(e.ybar)] = e.ybar
     return {"q": Q, "memories": M, "valid": valid.astype(np.uint8), "observed": obs.astype(np.uint8), "ybar": ybar}
 
-def _save_ear(self: EAR, folder: str | Path):
-    "Save adapter, optimiser, buffer, generators and config into `folder` (swapped in atomically)."
-    import os, shutil, tempfile
+def _ear_meta(ear: EAR, param_groups: list) -> dict:
+    "What `ear.json` holds: class, configuration, counters, the numpy generator state and the buffer's index."
+    return {"format": "earmem.EAR/1", "class": type(ear).__name__, "dim": ear.dim, "seed": ear.seed,
+            "config": asdict(ear.config), "steps": ear.steps, "critic_calls": ear.critic_calls,
+            "param_groups": param_groups, "rng": ear.rng.bit_generator.state,
+            "buffer": {"query_ids": [e.query_id for e in ear.buffer.items], "K": [len(e.memories) for e in ear.buffer.items]}}
+
+def _write_ear(ear: EAR, folder: Path):
+    "Write the files of a saved learner into `folder`."
     from safetensors.numpy import save as save_np
     from safetensors.torch import save as save_torch
+    ear.adapter.save(folder)
+    opt = ear.optimizer.state_dict()
+    tensors = {f"opt.{pid}.{k}": torch.as_tensor(v).detach().clone() for pid, st in opt["state"].items() for k, v in st.items()}
+    tensors["generator"] = ear.generator.get_state()
+    atomic_write(folder / "state.safetensors", save_torch(tensors))
+    bt = _buffer_tensors(ear.buffer)
+    if bt: atomic_write(folder / "buffer.safetensors", save_np(bt))
+    atomic_write_json(folder / "ear.json", _ear_meta(ear, opt["param_groups"]))
+
+def _swap_in(tmp: Path, folder: Path):
+    "Replace `folder` by `tmp` (a rename each; the old folder is removed only once the new one is in place)."
+    import os, shutil
+    old = None
+    if folder.exists():
+        old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
+        os.replace(folder, old)
+    os.replace(tmp, folder)
+    if old is not None: shutil.rmtree(old, ignore_errors=True)
+
+@patch
+def save(self: EAR, folder: str | Path):
+    "Save adapter, optimiser, buffer, generators and config into `folder` (swapped in atomically)."
+    import shutil, tempfile
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
     try:
-        self.adapter.save(tmp)
-        opt = self.optimizer.state_dict()
-        tensors = {f"opt.{pid}.{k}": torch.as_tensor(v).detach().clone() for pid, st in opt["state"].items() for k, v in st.items()}
-        tensors["generator"] = self.generator.get_state()
-        atomic_write(tmp / "state.safetensors", save_torch(tensors))
-        bt = _buffer_tensors(self.buffer)
-        if bt: atomic_write(tmp / "buffer.safetensors", save_np(bt))
-        atomic_write_json(tmp / "ear.json", {
-            "format": "earmem.EAR/1", "class": type(self).__name__, "dim": self.dim, "seed": self.seed,
-            "config": asdict(self.config), "steps": self.steps, "critic_calls": self.critic_calls,
-            "param_groups": opt["param_groups"], "rng": self.rng.bit_generator.state,
-            "buffer": {"query_ids": [e.query_id for e in self.buffer.items], "K": [len(e.memories) for e in self.buffer.items]}})
-        old = None
-        if folder.exists():
-            old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
-            os.replace(folder, old)
-        os.replace(tmp, folder)
-        if old is not None: shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _write_ear(self, tmp)
+        _swap_in(tmp, folder)
+    finally: shutil.rmtree(tmp, ignore_errors=True)
 
-def _load_ear(folder: str | Path) -> EAR:
-    "Load a learner saved with `EAR.save` (its class, config, adapter, optimiser, buffer and generators)."
-    from safetensors.numpy import load as load_np
-    from safetensors.torch import load as load_torch
-    folder = Path(folder)
-    try: meta = json.loads((folder / "ear.json").read_text())
-    except FileNotFoundError: raise FileNotFoundError(f"folder: no ear.json in {folder}; not a saved EAR learner") from None
-    if meta.get("format") != "earmem.EAR/1": raise ValueError(f"folder: {folder} does not hold a saved EAR learner")
-    cls = {"EAR": EAR, "RLUpdate": RLUpdate}.get(meta["class"], EAR)
-    ear = cls(meta["dim"], EARConfig(**meta["config"]), meta["seed"])
-    ear.adapter = ResidualAdapter.load(folder, dim=meta["dim"])
+# %% ../nbs/04_replay.ipynb #df7d0bf9
+def _load_optimizer(ear: EAR, tensors: dict, param_groups: list):
+    "A fresh optimiser over `ear.adapter` with the saved state (`opt.{param}.{name}` tensors) loaded."
     opt = torch.optim.Adam if ear.config.optimizer == "adam" else torch.optim.SGD
     ear.optimizer = opt(ear.adapter.parameters(), lr=ear.config.lr)
-    tensors = load_torch((folder / "state.safetensors").read_bytes())
     state = {}
     for k, v in tensors.items():
         if k.startswith("opt."):
             _, pid, name = k.split(".", 2)
             state.setdefault(int(pid), {})[name] = v
-    ear.optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+    ear.optimizer.load_state_dict({"state": state, "param_groups": param_groups})
+
+def _load_buffer(ear: EAR, folder: Path, index: dict):
+    "Refill `ear.buffer` from `buffer.safetensors` (when the saved buffer was not empty)."
+    from safetensors.numpy import load as load_np
+    if not (folder / "buffer.safetensors").exists(): return
+    bt = load_np((folder / "buffer.safetensors").read_bytes())
+    for b, (qid, K) in enumerate(zip(index["query_ids"], index["K"])):
+        ear.buffer.add(Experience(bt["q"][b], bt["memories"][b, :K], bt["observed"][b, :K].astype(bool),
+                                  bt["ybar"][b, :K].astype(np.float64), qid))
+
+@patch(cls_method=True)
+def load(cls: EAR, folder: str | Path) -> EAR:
+    "Load a learner saved with `EAR.save` (its class, config, adapter, optimiser, buffer and generators)."
+    from safetensors.torch import load as load_torch
+    folder = Path(folder)
+    try: meta = json.loads((folder / "ear.json").read_text())
+    except FileNotFoundError: raise FileNotFoundError(f"folder: no ear.json in {folder}; not a saved EAR learner") from None
+    if meta.get("format") != "earmem.EAR/1": raise ValueError(f"folder: {folder} does not hold a saved EAR learner")
+    ear = {"EAR": EAR, "RLUpdate": RLUpdate}.get(meta["class"], EAR)(meta["dim"], EARConfig(**meta["config"]), meta["seed"])
+    ear.adapter = ResidualAdapter.load(folder, dim=meta["dim"])
+    tensors = load_torch((folder / "state.safetensors").read_bytes())
+    _load_optimizer(ear, tensors, meta["param_groups"])
     ear.generator.set_state(tensors["generator"])
     ear.rng.bit_generator.state = meta["rng"]
     ear.steps, ear.critic_calls = meta["steps"], meta["critic_calls"]
-    if (folder / "buffer.safetensors").exists():
-        bt = load_np((folder / "buffer.safetensors").read_bytes())
-        for b, (qid, K) in enumerate(zip(meta["buffer"]["query_ids"], meta["buffer"]["K"])):
-            ear.buffer.add(Experience(bt["q"][b], bt["memories"][b, :K], bt["observed"][b, :K].astype(bool),
-                                      bt["ybar"][b, :K].astype(np.float64), qid))
+    _load_buffer(ear, folder, meta["buffer"])
     return ear
-
-EAR.save = _save_ear
-EAR.load = staticmethod(_load_ear)

@@ -11,10 +11,14 @@ of the index and of the first API page holds the expected content, and `--screen
 `_docs/_screenshots/<page>.png` (1280x1600) for every page (`--shots index` for the index and first API page only).
 Exits 1 with one line per problem."""
 from __future__ import annotations
-import argparse, functools, http.server, json, os, re, shutil, subprocess, sys, tempfile, threading, time
+import argparse, functools, http.server, os, re, shutil, subprocess, sys, tempfile, threading, time
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+from execnb.nbio import read_nb
+from fastcore.xtras import globtastic
+from nbdev.doclinks import _nbpath2html
+from nbdev.process import extract_directives
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
@@ -61,19 +65,19 @@ def _parse(path: Path) -> Page: return Page(path.read_text(encoding='utf-8', err
 # ------------------------------------------------------------------------------------------------ static checks
 def page_name(nb_name: str) -> str:
     "nbdev's page of a notebook (`nbdev.doclinks._nbpath2html`): `00_core.ipynb` -> `core.html`"
-    return re.sub(r'^\d+[a-zA-Z0-9]*_', '', Path(nb_name).name.lower()).rsplit('.', 1)[0] + '.html'
+    return _nbpath2html(Path(nb_name)).name
 
 def notebooks(nbs: Path) -> list[Path]:
-    "Top-level notebooks in reading order (index first, then by numeric prefix), as the build renders them"
-    files = [p for p in Path(nbs).glob('*.ipynb') if not p.name.startswith(('_', '.'))]
+    """Top-level notebooks in reading order (index first, then by numeric prefix), as the build renders them; which
+    files count is nbdev's rule (`nbdev.doclinks.nbglob`: names starting with `_` or `.` are skipped)"""
+    files = globtastic(nbs, file_glob='*.ipynb', skip_file_re='^[_.]', recursive=False).map(Path)
     return sorted(files, key=lambda p: (p.stem != 'index', p.name))
 
 def is_api_notebook(nb: Path) -> bool:
-    "Does the notebook export a module (`#| default_exp`)?"
-    try: cells = json.loads(nb.read_text(encoding='utf-8')).get('cells', [])
-    except (OSError, ValueError): return False
-    return any(c.get('cell_type') == 'code' and re.search(r'^\s*#\|\s*default_exp\s+\S', ''.join(c.get('source', '')), re.M)
-               for c in cells)
+    "Does the notebook export a module (`#| default_exp`, read with nbdev's own directive parser)?"
+    try: cells = read_nb(nb).cells
+    except (OSError, ValueError, KeyError, AttributeError): return False
+    return any(c.cell_type == 'code' and extract_directives(c, remove=False).get('default_exp') for c in cells)
 
 def html_files(docs: Path) -> list[Path]:
     return sorted(p for p in Path(docs).rglob('*.html') if SHOTS not in p.relative_to(docs).parts)

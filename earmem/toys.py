@@ -10,7 +10,8 @@ import numpy as np
 from .core import Memory, MemoryBank, Query, unit_rows
 
 # %% auto #0
-__all__ = ['toy_world', 'GoldCritic', 'planted_stream', 'StubChatServer', 'LowRankTruth', 'synthetic_scores', 'ToyBenchmark']
+__all__ = ['toy_world', 'GoldCritic', 'planted_stream', 'StubChatServer', 'LowRankTruth', 'synthetic_scores', 'ToyBenchmark',
+           'tiny_locomo', 'tiny_longmemeval']
 
 # %% ../nbs/01_toys.ipynb #8d3eb6f9
 def _toy_bank(name: str, size: int, dim: int, rng: np.random.Generator) -> MemoryBank:
@@ -191,3 +192,91 @@ class ToyBenchmark:
         "One `MemoryBank` per toy conversation (the encoder is not needed: embeddings are built in)."
         return {b: MemoryBank(m, v, name=b) for b, (m, v) in self._banks.items()}
     def scorer(self, seed: int = 0) -> _ToyScorer: return _ToyScorer(self.truth, self.noise, seed)
+
+# %% ../nbs/01_toys.ipynb #15ec821c
+def _tiny_dialogues() -> tuple:
+    "The two conversations of `tiny_locomo`: speakers, session dates and turns (one with a photo)."
+    def session(n, *turns): return [{"speaker": w, "dia_id": f"D{n}:{i}", "text": t, **(kw[0] if kw else {})}
+                                    for i, (w, t, *kw) in enumerate(turns, start=1)]
+    photo = dict(img_url=["https://example.org/miso.jpg"], blip_caption="a small brown dog sleeping on a couch",
+                 query="puppy sleeping")
+    c1 = {"speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "1:56 pm on 8 May, 2023",
+          "session_1": session(1, ("Ana", "Hi Ben! I adopted a puppy called Miso last weekend."),
+                               ("Ben", "Congrats! I just started learning the violin."),
+                               ("Ana", "Look at him sleeping on my sofa.", photo)),
+          "session_2_date_time": "10:15 am on 20 June, 2023",
+          "session_2": session(2, ("Ben", "I played my first violin recital yesterday."),
+                               ("Ana", "Amazing! Miso and I went hiking in the Alps."),
+                               ("Ben", "My sister moved to Lisbon for a new job."))}
+    c2 = {"speaker_a": "Cy", "speaker_b": "Dee", "session_1_date_time": "7:00 pm on 3 March, 2024",
+          "session_1": session(1, ("Cy", "We chose Postgres over DynamoDB for the orders service."),
+                               ("Dee", "Good call. My cat knocked over my coffee this morning."),
+                               ("Cy", "The auth test flake was a clock-skew bug in CI."),
+                               ("Dee", "I am flying to Tokyo next Friday for a conference."),
+                               ("Cy", "Enjoy the trip, bring back some matcha."))}
+    return c1, c2
+
+def _tiny_observations() -> tuple:
+    "Per-session observations of the two tiny conversations (one with a comma-joined link, as in the real file)."
+    obs1 = {"session_1_observation": {"Ana": [["Ana adopted a puppy named Miso.", "D1:1"],
+                                              ["Ana's puppy Miso likes to sleep on the sofa.", "D1:1, D1:3"]],
+                                      "Ben": [["Ben is learning to play the violin.", "D1:2"]]},
+            "session_2_observation": {"Ben": [["Ben played his first violin recital.", "D2:1"],
+                                              ["Ben's sister moved to Lisbon.", ["D2:3"]]],
+                                      "Ana": [["Ana went hiking in the Alps with Miso.", "D2:2"]]}}
+    obs2 = {"session_1_observation": {"Cy": [["Cy's team chose Postgres for the orders service.", "D1:1"]],
+                                      "Dee": [["Dee is going to a conference in Tokyo.", "D1:4"]]}}
+    return obs1, obs2
+
+def _tiny_questions() -> tuple:
+    "Questions of every category, with the kinds of malformed evidence found in the real file."
+    def qa(question, answer, evidence, category, key="answer"):
+        return {"question": question, key: answer, "evidence": evidence, "category": category}
+    qa1 = [qa("What is the name of Ana's puppy?", "Miso", ["D1:1"], 4),
+           qa("When did Ben play his first violin recital?", "19 June 2023", ["D2:1"], 2),
+           qa("What instrument does Ben play and where did he perform?", "violin, a recital", ["D1:2; D2:1"], 1),
+           qa("What is the name of Ben's puppy?", "Miso", ["D1:1"], 5, key="adversarial_answer"),
+           qa("Would Ana enjoy a mountain holiday?", "Likely yes", [], 3),
+           qa("Where did Ben's sister move?", "Lisbon", ["D:2:3"], 4),
+           qa("Where did Ana go hiking?", "the Alps", ["D2:2", "D", "D7:7"], 4)]
+    qa2 = [qa("Which database did the team pick for orders?", "Postgres", ["D1:01"], 4),
+           qa("What caused the flaky auth test?", "clock skew in CI", ["D1:3"], 4),
+           qa("Where is Dee travelling for a conference?", "Tokyo", ["D1:4"], 4)]
+    return qa1, qa2
+
+def tiny_locomo() -> list:
+    "A tiny synthetic data set in the official LoCoMo format (2 conversations, 11 turns), for tests and examples."
+    (c1, c2), (obs1, obs2), (qa1, qa2) = _tiny_dialogues(), _tiny_observations(), _tiny_questions()
+    return [{"sample_id": sid, "conversation": c, "qa": q, "observation": o, "session_summary": {}, "event_summary": {}}
+            for sid, c, q, o in (("tiny-1", c1, qa1, obs1), ("tiny-2", c2, qa2, obs2))]
+
+# %% ../nbs/01_toys.ipynb #4ee157a1
+def _lme_question(qid, qtype, question, answer, date, sessions, answer_ids) -> dict:
+    "One question in the official format; `sessions` is a list of (session id, date, [(role, content, has_answer)])."
+    return {"question_id": qid, "question_type": qtype, "question": question, "answer": answer, "question_date": date,
+            "haystack_session_ids": [i for i, _, _ in sessions], "haystack_dates": [d for _, d, _ in sessions],
+            "haystack_sessions": [[dict(role=r, content=c, **({"has_answer": True} if a else {})) for r, c, a in t]
+                                  for _, _, t in sessions], "answer_session_ids": answer_ids}
+
+def tiny_longmemeval() -> list:
+    "A tiny synthetic data set in the official LongMemEval format (3 questions, one abstention), for tests and examples."
+    pasta = ("sharegpt_a1_0", "2023/05/20 (Sat) 02:21", [("user", "Can you suggest a pasta recipe with spinach?", False),
+                                                        ("assistant", "Try spinach and ricotta cannelloni.", False)])
+    def degree(cited): return ("answer_e47becba_1", "2023/05/22 (Mon) 14:03", [
+        ("user", "I graduated with a degree in Business Administration, any job tips?", cited),
+        ("assistant", "Consider roles in operations or consulting.", False)])
+    cactus = ("ultrachat_b2", "2023/05/25 (Thu) 09:10", [("user", "How do I repot a cactus?", False),
+                                                        ("assistant", "Use gloves and a dry, gritty mix.", False)])
+    car = ("answer_4be1b6b4_2", "2023/03/22 (Wed) 08:15", [
+        ("user", "After the first service of my new car the GPS stopped working properly.", True),
+        ("assistant", "Try a software update or ask the dealer.", False), ("user", "Thanks, I will call them.", False)])
+    haiku = ("sharegpt_c3_1", "2023/03/30 (Thu) 19:45", [("user", "Write a haiku about spring rain.", False),
+                                                        ("assistant", "Soft rain on new leaves…", False)])
+    return [_lme_question("e47becba", "single-session-user", "What degree did I graduate with?", "Business Administration",
+                          "2023/05/30 (Tue) 23:40", [pasta, degree(True), cactus], ["answer_e47becba_1"]),
+            _lme_question("gpt4_2655b836", "temporal-reasoning",
+                          "What was the first issue I had with my new car after its first service?",
+                          "GPS system not functioning correctly", "2023/04/10 (Mon) 17:50", [car, haiku], ["answer_4be1b6b4_2"]),
+            _lme_question("e47becba_abs", "single-session-user", "What degree did my sister graduate with?",
+                          "You did not mention this information.", "2023/05/30 (Tue) 23:40", [pasta, degree(False)],
+                          ["answer_e47becba_1"])]

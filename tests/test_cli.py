@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from earmem.cli import main, memory_cli
-from earmem.data import tiny_locomo
+from earmem.toys import tiny_locomo
 from earmem.evaluation import METHODS
 
 FIXTURES = Path(__file__).parent / "fixtures"

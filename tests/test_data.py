@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 import earmem.data as data
 from earmem.data import (Benchmark, clean_evidence, find_data_file, load_locomo, load_longmemeval, parse_dialogue_ids,
-                         parse_locomo_datetime, tiny_locomo, tiny_longmemeval)
+                         parse_locomo_datetime)
+from earmem.toys import tiny_locomo, tiny_longmemeval
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -25,6 +25,9 @@ requirements = shlex.split(cfg.get('requirements', ''))
 min_python = cfg['min_python']
 lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
+extras = {k[len('extra_'):]: shlex.split(v) for k, v in cfg.items() if k.startswith('extra_')}
+extras['all'] = sorted({r for v in extras.values() for r in v})
+extras['dev'] = dev_requirements + extras['all']   # the tests exercise every optional feature
 
 setuptools.setup(
     name = cfg['lib_name'],
@@ -39,7 +42,7 @@ setuptools.setup(
     packages = setuptools.find_packages(include=[cfg['lib_path'], cfg['lib_path']+'.*']),
     include_package_data = True,
     install_requires = requirements,
-    extras_require = {'dev': dev_requirements},
+    extras_require = extras,
     python_requires = '>=' + min_python,
     long_description = open('README.md', encoding='utf-8').read(),
     long_description_content_type = 'text/markdown',

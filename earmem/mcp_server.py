@@ -198,7 +198,7 @@ def build_mcp_server(store: MemoryStore | MemoryTools, name: str = "earmem"):
     "An `mcp.server.mcpserver.MCPServer` exposing `store` as tools (search, add, feedback, retract, correct, history, inject) and a prompt."
     mcpserver = require("mcp.server.mcpserver", "mcp")
     t = store if isinstance(store, MemoryTools) else MemoryTools(store)
-    server = mcpserver.MCPServer(name, instructions=_INSTRUCTIONS)
+    server = mcpserver.MCPServer(name, instructions=_INSTRUCTIONS, log_level="WARNING")
     for fn in [_search_tool(t), _add_tool(t), _feedback_tool(t), *_edit_tools(t)]: server.add_tool(fn)
     server.prompt(name="memory_context")(_context_prompt(t))
     server.memory_tools = t

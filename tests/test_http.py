@@ -174,3 +174,17 @@ def test_real_uvicorn(tmp_path):
         proc.wait(30)
     with MemoryStore(tmp_path / "s", readonly=True) as s:  # the server closed the store cleanly; the learner was saved
         assert len(s) == 2 and s.stats()["feedback"] == 1 and s.stats()["learner"]
+
+
+def test_base_install_without_any_extra(tmp_path):
+    "earmem, its command line and the memory store work with none of mcp, fastapi, uvicorn, langchain, llama-index."
+    code = ("import sys\n"
+            "for m in ('mcp', 'fastapi', 'uvicorn', 'starlette', 'langchain_core', 'llama_index'): sys.modules[m] = None\n"
+            "import earmem, earmem.cli, earmem.memory, earmem.mcp_server, earmem.frameworks\n"
+            "from earmem.cli import main\n"
+            f"store = {str(tmp_path / 's')!r}\n"
+            "main(['memory', 'add', '--store', store, '--encoder', 'hashing', '--kind', 'fact', 'Dana picked Postgres'])\n"
+            "main(['memory', 'search', '--store', store, 'Dana picked Postgres'])\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "Dana picked Postgres" in r.stdout

@@ -152,3 +152,32 @@ def test_stdio_end_to_end(tmp_path):
     assert text.count(">>> ") == 5 and DECISION in text
     with MemoryStore(tmp_path / "s", readonly=True) as s:  # the server process wrote to the folder
         assert len(s) == 2 and s.stats()["feedback"] == 1 and s.stats()["learner"]
+
+
+def test_streamable_http_on_localhost(tmp_path):
+    "serve_mcp(transport='http') binds 127.0.0.1 and answers a real client at /mcp."
+    import socket
+    import time
+    from mcp.client import Client
+    toy_store(tmp_path / "s").close()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = f"from earmem.mcp_server import serve_mcp; serve_mcp({str(tmp_path / 's')!r}, transport='http', port={port})"
+    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try: socket.create_connection(("127.0.0.1", port), timeout=0.2).close(); break
+            except OSError: time.sleep(0.1)
+
+        async def go():
+            async with Client(f"http://127.0.0.1:{port}/mcp") as c:
+                a = json.loads((await c.call_tool("add", {"text": DECISION, "kind": "decision"})).content[0].text)
+                s = json.loads((await c.call_tool("search", {"query": QUESTION})).content[0].text)
+                return a, s
+        a, s = anyio.run(go)
+        assert [h["id"] for h in s["hits"]] == [a["id"]]
+    finally:
+        proc.terminate()
+        proc.wait(30)

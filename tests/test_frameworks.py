@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("langchain_core")
+pytest.importorskip("llama_index.core")
+
 from earmem.frameworks import (cited_ids, langchain_retriever, langchain_retriever_class, llamaindex_retriever,
                                llamaindex_retriever_class)
 from earmem.hygiene import HashingEncoder, StoreConfig

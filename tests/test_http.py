@@ -11,7 +11,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("httpx")
+from fastapi.testclient import TestClient  # noqa: E402
 
 from earmem.http_api import create_app
 from earmem.hygiene import HashingEncoder, StoreConfig

@@ -10,6 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+pytest.importorskip("mcp")
+
 from earmem.hygiene import HashingEncoder, StoreConfig
 from earmem.memory import MemoryStore
 

@@ -1,0 +1,185 @@
+"""Tests of the MCP door (earmem.mcp_server): the JSON layer's bad input, the MCP server in-process through the SDK's
+client (tools, schemas, errors, feedback moving the ranking, the prompt), the optional dependency missing, and one end
+to end session over stdio with a real client subprocess."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from earmem.hygiene import HashingEncoder, StoreConfig
+from earmem.memory import MemoryStore
+
+ROOT = Path(__file__).resolve().parents[1]
+DECISION = "Dana picked Postgres for the orders service database"
+CHATTER = "Dana said the orders database question keeps coming up in standups"
+QUESTION = "which database for orders?"
+
+
+def toy_store(path, lr=0.05) -> MemoryStore:
+    cfg = StoreConfig(recency_weight=0, importance_weight=0, min_relevance=-1.0, candidates=8, balanced=False,
+                      ear={"lr": lr, "B": 4, "s": 3})
+    return MemoryStore(path, encoder=HashingEncoder(64), config=cfg)
+
+
+def run_client(server, script):
+    "Run `script(call, client)` against `server` in-process; `call(tool, args)` returns the parsed JSON result."
+    from mcp.client import Client
+
+    async def go():
+        async with Client(server) as c:
+            async def call(name, args):
+                res = await c.call_tool(name, args)
+                return json.loads(res.content[0].text) if not res.is_error else {"is_error": res.content[0].text}
+            return await script(call, c)
+    return anyio.run(go)
+
+
+@pytest.fixture
+def server(tmp_path):
+    from earmem.mcp_server import build_mcp_server
+    return build_mcp_server(toy_store(tmp_path / "s"))
+
+
+def test_tool_schemas(server):
+    async def script(call, c):
+        return {t.name: t for t in (await c.list_tools()).tools}
+    tools = run_client(server, script)
+    assert set(tools) == {"search", "add", "feedback", "retract", "correct", "history", "inject"}
+    s = tools["search"].input_schema
+    assert s["required"] == ["query"] and {"k", "kinds", "entities", "min_relevance"} <= set(s["properties"])
+    assert tools["add"].input_schema["required"] == ["text", "kind"]
+
+
+def test_add_search_feedback_changes_ranking(server):
+    async def script(call, c):
+        a = await call("add", {"text": DECISION, "kind": "decision", "entities": ["Dana"]})
+        b = await call("add", {"text": CHATTER, "kind": "episode", "entities": ["Dana"]})
+        s1 = await call("search", {"query": QUESTION, "k": 2})
+        fb = await call("feedback", {"cited": [a["id"]], "search_id": s1["search_id"]})
+        s2 = await call("search", {"query": QUESTION, "k": 2})
+        return a, b, s1, fb, s2
+    a, b, s1, fb, s2 = run_client(server, script)
+    assert [h["id"] for h in s1["hits"]] == [b["id"], a["id"]]
+    assert fb["labels"] == {b["id"]: -1, a["id"]: 1}
+    assert [h["id"] for h in s2["hits"]] == [a["id"], b["id"]]
+    h = s2["hits"][0]
+    assert h["rank"] == 1 and h["score"] > s2["hits"][1]["score"] and h["relevance"] != h["frozen_relevance"]
+
+
+def test_relevance_floor_and_filters(server):
+    async def script(call, c):
+        await call("add", {"text": DECISION, "kind": "decision", "entities": ["Dana"]})
+        await call("add", {"text": "Lee prefers tea over coffee", "kind": "preference", "entities": ["Lee"]})
+        high = await call("search", {"query": QUESTION, "min_relevance": 0.99})
+        kinds = await call("search", {"query": QUESTION, "kinds": ["preference"]})
+        ents = await call("search", {"query": QUESTION, "entities": ["Lee"]})
+        return high, kinds, ents
+    high, kinds, ents = run_client(server, script)
+    assert high["hits"] == [] and "relevance floor" in high["note"]
+    assert [h["kind"] for h in kinds["hits"]] == ["preference"]
+    assert [h["entities"] for h in ents["hits"]] == [["Lee"]]
+
+
+def test_structured_errors_never_crash(server):
+    async def script(call, c):
+        out = [await call("search", {"query": ""}),
+               await call("add", {"text": "x", "kind": "gossip"}),
+               await call("feedback", {"cited": ["m1"]}),  # no search yet
+               await call("history", {"id": "m404"}),
+               await call("retract", {"id": "m404", "reason": "wrong"}),
+               await call("search", {"query": "x", "k": "many"})]  # schema violation: SDK error result
+        out.append(await call("add", {"text": DECISION, "kind": "decision"}))  # still serving
+        return out
+    empty, kind, nosearch, hist, retr, schema, ok = run_client(server, script)
+    assert empty["error"].startswith("query:")
+    assert "kind" in kind["error"]
+    assert "no search has been made" in nosearch["error"]
+    assert "no memory" in hist["error"] and "no memory" in retr["error"]
+    assert "is_error" in schema
+    assert ok["action"] == "inserted"
+
+
+def test_correct_history_and_prompt(server):
+    async def script(call, c):
+        a = await call("add", {"text": DECISION, "kind": "decision", "entities": ["Dana"]})
+        fix = await call("correct", {"id": a["id"], "text": "Dana picked MySQL for the orders database", "reason": "review"})
+        hist = await call("history", {"id": a["id"]})
+        s = await call("search", {"query": QUESTION})
+        block = await call("inject", {"query": QUESTION, "budget_tokens": 60})
+        prompt = (await c.get_prompt("memory_context", {"query": QUESTION})).messages[0].content.text
+        return a, fix, hist, s, block, prompt
+    a, fix, hist, s, block, prompt = run_client(server, script)
+    new = fix["correction"]["id"]
+    assert len(hist["history"]) == 2 and hist["history"][-1]["action"] == "retract"
+    assert hist["history"][-1]["detail"]["correction"] == new
+    assert [h["id"] for h in s["hits"]] == [new]  # the retracted memory is never retrieved
+    assert block["ids"] == [new] and block["tokens"] <= 60 and "MySQL" in block["text"]
+    assert prompt.startswith("From long-term memory:") and f"[{new}]" in prompt
+
+
+def test_import_without_mcp_installed(tmp_path):
+    code = ("import sys; sys.modules['mcp'] = None\n"
+            "import earmem, earmem.mcp_server as m\n"
+            "from earmem.hygiene import HashingEncoder\n"
+            "from earmem.memory import MemoryStore\n"
+            f"t = m.MemoryTools(MemoryStore({str(tmp_path / 's')!r}, encoder=HashingEncoder(16)))\n"
+            "print(t.call('add', {'text': 'a fact about Dana', 'kind': 'fact'})['action'])\n"
+            "try: m.build_mcp_server(t.store)\n"
+            "except ImportError as e: print(e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "inserted"
+    assert "pip install 'earmem[mcp]'" in r.stdout
+
+
+def test_stdio_end_to_end(tmp_path):
+    from earmem.mcp_server import show_transcript, stdio_transcript
+    toy_store(tmp_path / "s").close()
+    steps = [("add", {"text": DECISION, "kind": "decision", "entities": ["Dana"]}),
+             ("add", {"text": CHATTER, "kind": "episode", "entities": ["Dana"]}),
+             ("search", {"query": QUESTION, "k": 2}),
+             ("feedback", {"cited": lambda out: [out[0][2]["id"]]}),
+             ("search", {"query": QUESTION, "k": 2})]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    t = anyio.run(stdio_transcript, tmp_path / "s", steps, env)
+    first, again = ([h["id"] for h in t[i][2]["hits"]] for i in (2, 4))
+    assert first == [t[1][2]["id"], t[0][2]["id"]] and again == first[::-1]
+    text = show_transcript(t)
+    assert text.count(">>> ") == 5 and DECISION in text
+    with MemoryStore(tmp_path / "s", readonly=True) as s:  # the server process wrote to the folder
+        assert len(s) == 2 and s.stats()["feedback"] == 1 and s.stats()["learner"]
+
+
+def test_streamable_http_on_localhost(tmp_path):
+    "serve_mcp(transport='http') binds 127.0.0.1 and answers a real client at /mcp."
+    import socket
+    import time
+    from mcp.client import Client
+    toy_store(tmp_path / "s").close()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = f"from earmem.mcp_server import serve_mcp; serve_mcp({str(tmp_path / 's')!r}, transport='http', port={port})"
+    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try: socket.create_connection(("127.0.0.1", port), timeout=0.2).close(); break
+            except OSError: time.sleep(0.1)
+
+        async def go():
+            async with Client(f"http://127.0.0.1:{port}/mcp") as c:
+                a = json.loads((await c.call_tool("add", {"text": DECISION, "kind": "decision"})).content[0].text)
+                s = json.loads((await c.call_tool("search", {"query": QUESTION})).content[0].text)
+                return a, s
+        a, s = anyio.run(go)
+        assert [h["id"] for h in s["hits"]] == [a["id"]]
+    finally:
+        proc.terminate()
+        proc.wait(30)

@@ -24,11 +24,6 @@ from .memory import MemoryStore, benchmark_store
 __all__ = ['run_reproduce', 'add_memory_parser', 'run_memory_command', 'build_parser', 'main', 'memory_cli']
 
 # %% ../nbs/30_cli.ipynb #181d603f
-class _Parser(argparse.ArgumentParser):
-    "An ArgumentParser whose usage errors are one line on stderr (exit code 2)."
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
 _TRACKED = {}
 
 def _tracked(action: argparse.Action) -> argparse.Action:
@@ -40,6 +35,12 @@ def _tracked(action: argparse.Action) -> argparse.Action:
         _TRACKED[base] = type(f"Given{base.__name__}", (base,), {"__call__": __call__})
     action.__class__ = _TRACKED[base]
     return action
+
+# %% ../nbs/30_cli.ipynb #241a2eeb
+class _Parser(argparse.ArgumentParser):
+    "An ArgumentParser whose usage errors are one line on stderr (exit code 2)."
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 def _option(p: argparse.ArgumentParser, suppress: bool, *flags, default=None, help: str = "", **kw):
     "Add an option with '(default: …)' in its help; with `suppress` its default is argparse.SUPPRESS (mode parsers)."
@@ -160,6 +161,15 @@ def _mode(args) -> str:
         raise ValueError(f"{asked[0][0]}: {asked[0][1]} runs alone, without {', '.join(s for _, s in asked[1:])}")
     return asked[0][0] if asked else "tables"
 
+def _write_report(path, report) -> Path:
+    atomic_write(path, json.dumps(report, indent=1, ensure_ascii=False, default=str) + "\n")
+    return Path(path)
+
+def _critic_settings(args) -> CriticSettings:
+    CitationSimulator(args.precision, args.recall)          # validates the settings with the simulator's own messages
+    return CriticSettings(args.precision, args.recall)
+
+# %% ../nbs/30_cli.ipynb #cab9f6ce
 _ANY_MODE = {"data", "encoder", "json", "quiet", "methods", "method", "analysis", "earm"}
 _SCORING = {"k", "K", "seed", "test_size"}
 _MODE_OPTIONS = {"tables": _SCORING | {"split", "seeds", "jobs", "set", "precision", "recall", "retriever", "preset"},
@@ -175,10 +185,6 @@ def _check_applicable(args, mode: str) -> None:
             modes = [m for m, opts in _MODE_OPTIONS.items() if dest in opts]
             raise ValueError(f"{dest}: --{dest.replace('_', '-')} does not apply to mode '{mode}' "
                              f"(only to {', '.join(modes)})")
-
-def _write_report(path, report) -> Path:
-    atomic_write(path, json.dumps(report, indent=1, ensure_ascii=False, default=str) + "\n")
-    return Path(path)
 
 _SET_TYPES = {"int": (int, "an integer"), "float": (float, "a number"), "str": (str, "a word")}
 
@@ -209,10 +215,6 @@ def _learning_kwargs(fn: Callable, args) -> dict:
         if k not in inspect.signature(fn).parameters:
             raise ValueError(f"{k}: this earmem's {fn.__name__}() does not take {k}= yet (only the default)")
     return kw
-
-def _critic_settings(args) -> CriticSettings:
-    CitationSimulator(args.precision, args.recall)          # validates the settings with the simulator's own messages
-    return CriticSettings(args.precision, args.recall)
 
 # %% ../nbs/30_cli.ipynb #92f3f7b1
 def _run_tables(args, say: Callable) -> str:

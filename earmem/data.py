@@ -18,8 +18,8 @@ from .core import Memory, Query, MemoryBank, Encoder, atomic_write, check_int, d
 # %% auto #0
 __all__ = ['MEMORY_FEATURES', 'QUERY_FEATURES', 'LOCOMO_SOURCE', 'LOCOMO_URL', 'LOCOMO_SHA256', 'LOCOMO_NAMES',
            'LONGMEMEVAL_SOURCE', 'LONGMEMEVAL_URL', 'LONGMEMEVAL_NAMES', 'LOCOMO_CATEGORIES', 'DATA_SOURCES',
-           'Benchmark', 'data_dir', 'data_root', 'find_data_file', 'DownloadError', 'sha256_of', 'fetch_file',
-           'parse_locomo_datetime', 'parse_dialogue_ids', 'clean_evidence', 'check_locomo', 'check_options',
+           'Benchmark', 'data_dir', 'data_root', 'find_data_file', 'check_options', 'DownloadError', 'sha256_of',
+           'fetch_file', 'parse_locomo_datetime', 'parse_dialogue_ids', 'clean_evidence', 'check_locomo',
            'download_locomo', 'load_locomo', 'parse_longmemeval_date', 'check_longmemeval', 'load_longmemeval',
            'DataSource', 'download_data', 'data_report']
 
@@ -222,6 +222,14 @@ def _read_json(file: Path, what: str):
         raise ValueError(f"path: {file} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                          f"expected the {what} JSON file") from None
 
+
+def check_options(flags: dict, templates: dict) -> None:
+    "A TypeError naming the option unless every flag is a real bool (not the string 'false') and every template a string."
+    for k, v in flags.items():
+        if not isinstance(v, bool): raise TypeError(f"{k}: expected True or False, got {v!r} ({type(v).__name__})")
+    for k, v in templates.items():
+        if not isinstance(v, str): raise TypeError(f"{k}: expected a template string, got {type(v).__name__}")
+
 # %% ../nbs/10_data.ipynb #b3284d15
 class DownloadError(ConnectionError):
     "A download that could not reach its source (offline, unknown host, refused connection, HTTP error)."
@@ -371,13 +379,6 @@ def check_locomo(data, file="LoCoMo data") -> None:
             raise bad(f"conversation {sid!r} observation is not an object")
 
 # %% ../nbs/10_data.ipynb #fbe64abe
-def check_options(flags: dict, templates: dict) -> None:
-    "A TypeError naming the option unless every flag is a real bool (not the string 'false') and every template a string."
-    for k, v in flags.items():
-        if not isinstance(v, bool): raise TypeError(f"{k}: expected True or False, got {v!r} ({type(v).__name__})")
-    for k, v in templates.items():
-        if not isinstance(v, str): raise TypeError(f"{k}: expected a template string, got {type(v).__name__}")
-
 def _fill(template: str, name: str, **fields) -> str:
     "`template.format(**fields)` with a ValueError naming the template argument on an unknown field."
     try: return template.format(**fields)

@@ -241,13 +241,13 @@ def sha256_of(path, chunk: int = 1 << 20) -> str:
         for b in iter(lambda: f.read(chunk), b""): h.update(b)
     return h.hexdigest()
 
-def _open_url(url: str, timeout: float):
+def _open_url(url: str, timeout: float, dest: Path):
     "`urlopen(url)`, with every way of not reaching `url` turned into one `DownloadError` sentence."
     try: return urllib.request.urlopen(url, timeout=timeout)
     except urllib.error.HTTPError as e: raise DownloadError(f"url: {url} answered HTTP {e.code} ({e.reason})") from None
     except (urllib.error.URLError, OSError) as e:
         raise DownloadError(f"url: cannot reach {url} ({getattr(e, 'reason', e)}); are you offline? Fetch the file "
-                            f"on a machine that is online and pass its path (or put it in the data folder)") from None
+                            f"on a machine that is online and put it at {dest}") from None
 
 def _stream_to(r, f, desc: str, progress: bool) -> str:
     "Copy response `r` into the open file `f` in chunks under a progress bar; the SHA-256 of what was copied."
@@ -261,17 +261,23 @@ def _stream_to(r, f, desc: str, progress: bool) -> str:
 def fetch_file(url: str, dest, sha256: str | None = None, check: Callable | None = None, timeout: float = 60,
                progress: bool = True) -> Path:
     "Download `url` to `dest` atomically: into a temp file beside it, verify `sha256` and `check(temp path)`, rename."
-    dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
+    dest = Path(dest)
+    made = [p for p in (dest.parent, *dest.parent.parents) if not p.exists()]   # folders this call creates, deepest first
+    dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     try:
-        with os.fdopen(fd, "wb") as f, _open_url(url, timeout) as r: got = _stream_to(r, f, dest.name, progress)
+        with os.fdopen(fd, "wb") as f, _open_url(url, timeout, dest) as r: got = _stream_to(r, f, dest.name, progress)
         if sha256 and got != sha256.lower():
             raise ValueError(f"sha256: {url} gave a file with SHA-256 {got}, expected {sha256} (the source may have "
                              f"changed); nothing was written")
         if check is not None: check(Path(tmp))
         os.replace(tmp, dest)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True); raise
+        Path(tmp).unlink(missing_ok=True)
+        for folder in made:                              # empty again: removed
+            try: folder.rmdir()
+            except OSError: break
+        raise
     return dest
 
 def _check_json(path, url: str, what: str, checker: Callable) -> None:
@@ -614,6 +620,12 @@ def _data_source(name) -> DataSource:
     if name not in DATA_SOURCES: raise ValueError(f"name: unknown benchmark {name!r}; expected one of {sorted(DATA_SOURCES)}")
     return DATA_SOURCES[name]
 
+def _data_folder(path) -> tuple:
+    "(root, origin) of a data folder; a ValueError when the root is a file (loaders take files, these look at folders)."
+    root, origin = data_root(path)
+    if root.is_file(): raise ValueError(f"path: {root} is a file; expected a data folder (from {origin})")
+    return root, origin
+
 def _verified(file: Path, pin: str | None) -> bool | None:
     "Whether `file` has the pinned checksum (None when there is no pin)."
     return None if pin is None else sha256_of(file) == pin
@@ -621,10 +633,10 @@ def _verified(file: Path, pin: str | None) -> bool | None:
 def download_data(name: str, root=None, url: str | None = None, sha256: str | bool = True, force: bool = False,
                   timeout: float = 60, progress: bool = True) -> dict:
     "Fetch benchmark `name` into data folder `root`: {name, path, action ('downloaded' or 'present'), verified}."
-    src, pin = _data_source(name), None
+    src = _data_source(name)
     check_options(dict(force=force, progress=progress), {})
     pin = src.sha256 if sha256 is True else (sha256 or None)
-    dest = data_root(root)[0] / src.names[0]
+    dest = _data_folder(root)[0] / src.names[0]
     if dest.is_file() and not force:
         return {"name": name, "path": str(dest), "action": "present", "verified": _verified(dest, pin)}
     url = url or src.url
@@ -633,7 +645,7 @@ def download_data(name: str, root=None, url: str | None = None, sha256: str | bo
 
 def data_report(path=None) -> dict:
     "Where the benchmarks are looked up (argument > $EARMEM_DATA > default folder) and what is found there."
-    root, origin = data_root(path)
+    root, origin = _data_folder(path)
     out = {"root": str(root), "origin": origin, "benchmarks": {}}
     for name, src in DATA_SOURCES.items():
         found, looked, _ = _locate(path, src.names)

@@ -688,7 +688,7 @@ def test_data_download_errors(http_folder, tmp_path, capsys, argv, contains):
     code, out, err = run(capsys, "data", "download", "locomo", "--dir", str(tmp_path / "d"), "--timeout", "5", "--quiet", *argv)
     assert code == 2 and out == ""
     one_line_error(err, contains)
-    assert not any(p.is_file() for p in (tmp_path / "d").rglob("*"))
+    assert not (tmp_path / "d").exists()
 
 
 def test_data_usage_errors(capsys):
@@ -696,6 +696,10 @@ def test_data_usage_errors(capsys):
     assert code == 2 and "invalid choice: 'mmlu'" in err and len(err.strip().splitlines()) == 1
     code, out, _ = run(capsys, "data", "download", "--help")
     assert code == 0 and "--dir" in out and "--json" in out and "snap-research/locomo" in out
+    f = FIXTURES / "longmemeval_s_tiny.json"
+    code, _, err = run(capsys, "data", "path", "--dir", str(f))
+    assert code == 2
+    one_line_error(err, f"path: {f} is a file; expected a data folder")
 
 
 # ---- validated doors: typed --set, options that do not apply, learning flags -------------------------------------

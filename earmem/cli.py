@@ -17,7 +17,7 @@ from .evaluation import (BENCHMARKS, METHODS, CriticSettings, format_table, form
                                plot_tables, reproduce, reproduce_tables)
 from .analysis import ANALYSES, run_analyses
 import earmem.two_stores  # noqa: F401  (files the two-store analyses and candidate sets)
-from .hygiene import KINDS, STORES, HashingEncoder
+from .hygiene import KINDS, STORES, HashingEncoder, normalise_item
 from .memory import MemoryStore, benchmark_store
 
 # %% auto #0
@@ -428,13 +428,17 @@ def _jsonl_records(path) -> list:
     "(line number, record) of every non-empty line of an export file; errors name the file and the line."
     try: lines = Path(path).read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError: raise ValueError(f"path: {path} is not UTF-8 text; expected a JSON Lines export") from None
-    out = []
+    out, seen = [], {}
     for n, line in enumerate(lines, 1):
         if not line.strip(): continue
         try: r = json.loads(line)
         except json.JSONDecodeError as e: raise ValueError(f"path: {path} line {n} is not JSON ({e.msg})") from None
         if not isinstance(r, dict) or not isinstance(r.get("status", "active"), str):
             raise ValueError(f"path: {path} line {n}: expected a memory object with a status string, as `memory export` writes")
+        try: normalise_item({k: r[k] for k in _CARRIED if r.get(k) is not None}, "", 0.0, {})   # every line checked before any write
+        except (ValueError, TypeError) as e: raise type(e)(f"path: {path} line {n}: {e}") from None
+        if r.get("id") is not None and r["id"] in seen: raise ValueError(f"path: {path} line {n}: id {r['id']!r} repeats line {seen[r['id']]}")
+        if r.get("id") is not None: seen[r["id"]] = n
         out.append((n, r))
     return out
 
@@ -451,8 +455,9 @@ def _cmd_import(a):
     with _store_from_args(a, create=True) as s:
         new = [(n, r) for n, r in recs if r.get("id") not in s]
         withdrawn = [x for x in new if x[1].get("status", "active") != "active"]
-        for n, r in withdrawn:
-            _add_lines(s, a.path, [(n, r)]); s.retract(r["id"], f"imported as {r['status']}")
+        for n, r in withdrawn:                             # retract only what this import inserted
+            res = _add_lines(s, a.path, [(n, r)])[0]
+            if res.action == "inserted": s.retract(res.id, f"imported as {r['status']}")
         done = _add_lines(s, a.path, [x for x in new if x not in withdrawn])
     c = {"path": str(a.path), "inserted": sum(r.action == "inserted" for r in done), "merged": sum(r.action == "merged" for r in done),
          "withdrawn": len(withdrawn), "skipped": len(recs) - len(new), "not_carried": ["count", "last_access", "audit trail"]}

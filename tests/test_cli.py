@@ -541,6 +541,13 @@ def test_memory_export_import_round_trip(mem, capsys):
     assert mem("export", str(b), store=other)[0] == 0
     assert _records(a) == _records(b) and len(_records(a)) == 4
     assert _records(b)["m3"]["status"] == "retracted"
+    f = mem.tmp / "no-ids.jsonl"                                            # without ids: new ids, statuses kept
+    f.write_text('{"text": "Ana prefers green tea", "kind": "preference"}\n'
+                 '{"text": "Ben said the demo is on Friday", "kind": "fact", "status": "retracted"}\n')
+    code, out, _ = mem("import", str(f), "--json", store=other)
+    assert code == 0 and (json.loads(out)["inserted"], json.loads(out)["withdrawn"]) == (1, 1)
+    mem("export", str(b), store=other)
+    assert sorted(r["status"] for r in _records(b).values() if r["text"].startswith(("Ana", "Ben"))) == ["active", "retracted"]
     code, out, _ = mem("import", str(a), store=other)                      # again: every id is there already
     assert code == 0 and out.endswith("0 inserted, 0 merged into others, 0 withdrawn, 4 already present\n")
     code, out, _ = mem("search", "CI runner", "--json", store=other)
@@ -553,14 +560,20 @@ def test_memory_export_import_round_trip(mem, capsys):
     (['{"id": "x1", "text": "", "kind": "fact"}'], "line 1: text: is empty"),
     (['[1, 2]'], "line 1: expected a memory object"),
     (['{"id": "x1", "text": "ok", "kind": "fact", "importance": "high"}'], "line 1: importance"),
+    (['{"id": "x1", "text": "ok", "kind": "fact"}', '{"id": "x1", "text": "other", "kind": "fact"}'], "line 2: id 'x1' repeats line 1"),
+    (['{"text": "a", "kind": "fact", "status": "retracted"}', '{"text": "b", "kind": "fact", "timestamp": "yesterday"}'],
+     "line 2: timestamp"),
 ])
 def test_memory_import_errors_name_file_and_line(mem, lines, contains):
     f = mem.tmp / "in.jsonl"
     f.write_text("\n".join(lines) + "\n")
+    before = mem("export", str(mem.tmp / "before.jsonl"))
     code, _, err = mem("import", str(f))
     assert code == 2
     one_line_error(err, f"path: {f} {contains}" if "is not JSON" in contains else contains)
     assert str(f) in err
+    mem("export", str(mem.tmp / "after.jsonl"))                             # every line is checked before any write
+    assert (mem.tmp / "after.jsonl").read_text() == (mem.tmp / "before.jsonl").read_text()
 
 
 def test_memory_import_not_utf8(mem):

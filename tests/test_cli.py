@@ -50,7 +50,9 @@ def one_line_error(err: str, contains: str):
 @pytest.mark.parametrize("argv", [["--help"], ["reproduce", "--help"], ["reproduce", "locomo", "--help"],
                                   ["reproduce", "longmemeval", "--help"], ["reproduce", "locomo", "tables", "--help"],
                                   ["reproduce", "locomo", "method", "--help"], ["reproduce", "locomo", "analysis", "--help"],
-                                  ["reproduce", "longmemeval", "earm", "--help"], ["memory", "--help"]])
+                                  ["reproduce", "longmemeval", "earm", "--help"], ["memory", "--help"],
+                                  ["data", "--help"], ["data", "download", "--help"], ["data", "path", "--help"],
+                                  ["serve", "--help"], ["serve", "mcp", "--help"], ["serve", "http", "--help"]])
 def test_help(capsys, argv):
     code, out, _ = run(capsys, *argv)
     assert code == 0 and out.startswith("usage: earmem")

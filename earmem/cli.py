@@ -465,10 +465,10 @@ def _cmd_import(a):
                 f"{c['skipped']} already present")
 
 # %% ../nbs/30_cli.ipynb #44084f74
-def _store_options(sp):
+def _store_options(sp, encoder: bool = True):
     sp.add_argument("--store", "-s", default=os.environ.get("EARMEM_STORE", "earmem-memory"),
                     help="store folder (default: $EARMEM_STORE or ./earmem-memory)")
-    sp.add_argument("--encoder", default=None,
+    if encoder: sp.add_argument("--encoder", default=None,
                     help="encoder for a NEW store: a sentence-transformers name/path, or 'hashing[-DIM]' "
                          "(default: bundled all-MiniLM-L6-v2)")
 
@@ -663,7 +663,7 @@ def _add_serve_parser(sub) -> argparse.ArgumentParser:
     for name, what in (("mcp", "the Model Context Protocol server (tools: search, add, feedback, retract, history)"),
                        ("http", "the HTTP API (FastAPI + uvicorn; OpenAPI docs at /docs)")):
         sp = ssub.add_parser(name, help=what, description=f"Serve {what}; bound to 127.0.0.1 unless --host says otherwise.")
-        _store_options(sp)
+        _store_options(sp, encoder=False)                 # the servers open a store with the encoder it was made with
         if name == "mcp": sp.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                                           help="stdio (default) or streamable HTTP on --host:--port")
         sp.add_argument("--host", help="address to bind (default 127.0.0.1)")

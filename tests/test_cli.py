@@ -625,6 +625,8 @@ def test_serve_errors(fake_servers, capsys, monkeypatch):
     one_line_error(capsys.readouterr().err, "port: --host and --port apply to --transport http only")
     assert main(["serve", "http", "--transport", "stdio"]) == 2
     assert "unrecognized arguments: --transport" in capsys.readouterr().err
+    assert main(["serve", "http", "--encoder", "hashing"]) == 2              # the server would not use it: refused
+    assert "unrecognized arguments: --encoder" in capsys.readouterr().err
     def needs_mcp(store, **kw): raise ModuleNotFoundError("No module named 'mcp'", name="mcp")
     monkeypatch.setattr(sys.modules["earmem.mcp_server"], "serve_mcp", needs_mcp)
     assert main(["serve", "mcp"]) == 2

@@ -4,25 +4,39 @@
 
 # %% ../nbs/30_cli.ipynb #842f84c4
 from __future__ import annotations
-import argparse, contextlib, json, os, re, sys
-from dataclasses import asdict
+import argparse, contextlib, importlib, inspect, json, math, os, re, sqlite3, sys
+from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 from . import __version__
 from .core import Encoder, atomic_write, check_positive_int
 from .critic import CitationSimulator
-from .data import load_locomo, load_longmemeval
+from .replay import EARConfig
+from .data import DATA_SOURCES, data_report, download_data, load_locomo, load_longmemeval
 from .evaluation import (BENCHMARKS, METHODS, CriticSettings, format_table, format_tables_report, parse_overrides,
                                plot_tables, reproduce, reproduce_tables)
 from .analysis import ANALYSES, run_analyses
 import earmem.two_stores  # noqa: F401  (files the two-store analyses and candidate sets)
-from .hygiene import KINDS, STORES, HashingEncoder
+from .hygiene import KINDS, STORES, HashingEncoder, normalise_item
 from .memory import MemoryStore, benchmark_store
 
 # %% auto #0
 __all__ = ['run_reproduce', 'add_memory_parser', 'run_memory_command', 'build_parser', 'main', 'memory_cli']
 
 # %% ../nbs/30_cli.ipynb #181d603f
+_TRACKED = {}
+
+def _tracked(action: argparse.Action) -> argparse.Action:
+    "Make `action` also note that its option was given, as attribute `given_DEST` (which survives sub-parsers)."
+    base = type(action)
+    if base not in _TRACKED:
+        def __call__(self, parser, ns, values, option_string=None):
+            base.__call__(self, parser, ns, values, option_string); setattr(ns, f"given_{self.dest}", True)
+        _TRACKED[base] = type(f"Given{base.__name__}", (base,), {"__call__": __call__})
+    action.__class__ = _TRACKED[base]
+    return action
+
+# %% ../nbs/30_cli.ipynb #241a2eeb
 class _Parser(argparse.ArgumentParser):
     "An ArgumentParser whose usage errors are one line on stderr (exit code 2)."
     def error(self, message):
@@ -31,7 +45,7 @@ class _Parser(argparse.ArgumentParser):
 def _option(p: argparse.ArgumentParser, suppress: bool, *flags, default=None, help: str = "", **kw):
     "Add an option with '(default: …)' in its help; with `suppress` its default is argparse.SUPPRESS (mode parsers)."
     if not (default is None or default is False or default == []) and "default" not in help: help += f" (default: {default})"
-    p.add_argument(*flags, default=argparse.SUPPRESS if suppress else default, help=help.replace("%", "%%"), **kw)
+    _tracked(p.add_argument(*flags, default=argparse.SUPPRESS if suppress else default, help=help.replace("%", "%%"), **kw))
 
 def _common_options(p, suppress: bool = False):
     "Options of every `reproduce` mode: data, encoder, k and K, split seed, JSON report, quiet."
@@ -65,6 +79,13 @@ def _training_options(p, suppress: bool = False):
     _option(p, suppress, "--precision", type=float, default=0.88, metavar="P", help="simulated critic precision (App. A.2)")
     _option(p, suppress, "--recall", type=float, default=0.86, metavar="R", help="simulated critic recall (App. A.2)")
 
+def _learning_options(p, suppress: bool = False):
+    "Options of the modes run by chapter 11 (tables, method): the candidate retriever and the settings preset."
+    _option(p, suppress, "--retriever", default="dense", choices=("dense", "bm25", "hybrid"),
+            help="candidate generation: the frozen dense encoder, lexical BM25, or both fused")
+    _option(p, suppress, "--preset", default="default", choices=("default", "paper"),
+            help="'paper': the paper's own settings (App. A); 'default': earmem's measured defaults")
+
 def _output_options(p, suppress: bool = False):
     _option(p, suppress, "--out", default="results", metavar="DIR", help="folder for the figures and reports of analyses and EARM")
     _option(p, suppress, "--N", type=int, default=200, metavar="N", help="EARM: semantic candidates per query")
@@ -83,12 +104,12 @@ def _add_modes(b: argparse.ArgumentParser, title: str):
                          description=f"Tables 2–3 of the EAR paper on {title}, ours beside the paper's numbers.")
     m.add_argument("methods", nargs="?", default=argparse.SUPPRESS, metavar="METHODS",
                    help="'all' (default), 'table2', 'table3', or a comma-separated list of method names")
-    _common_options(m, True); _split_option(m, True); _training_options(m, True)
+    _common_options(m, True); _split_option(m, True); _training_options(m, True); _learning_options(m, True)
     m = modes.add_parser("method", help="run ONE method once and print its per-category table",
                          description=f"Score one retrieval method on {title}: Recall@k and Hit@k per category.",
                          epilog=_listing("methods:", METHODS), formatter_class=argparse.RawDescriptionHelpFormatter)
     m.add_argument("method", choices=list(METHODS), metavar="NAME", help="the method (listed below)")
-    _common_options(m, True); _split_option(m, True)
+    _common_options(m, True); _split_option(m, True); _learning_options(m, True)
     m = modes.add_parser("analysis", help="run one of the paper's analyses (chapter 12), or 'all'",
                          description=f"Run the paper's analyses on {title}; figures and the report go to --out.",
                          epilog=_listing("analyses:", ANALYSES), formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -121,7 +142,8 @@ def _add_reproduce_parser(sub) -> argparse.ArgumentParser:
                                         f"all gold memories in the top k, Hit@k = any). Options may come before or "
                                         f"after the mode; `MODE --help` lists the mode's own.")
         _add_modes(b, title)
-        _common_options(b); _split_option(b); _training_options(b); _output_options(b); _add_aliases(b)
+        _common_options(b); _split_option(b); _training_options(b); _learning_options(b); _output_options(b)
+        _add_aliases(b)
     return rp
 
 # %% ../nbs/30_cli.ipynb #96b48742
@@ -147,12 +169,60 @@ def _critic_settings(args) -> CriticSettings:
     CitationSimulator(args.precision, args.recall)          # validates the settings with the simulator's own messages
     return CriticSettings(args.precision, args.recall)
 
+# %% ../nbs/30_cli.ipynb #cab9f6ce
+_ANY_MODE = {"data", "encoder", "json", "quiet", "methods", "method", "analysis", "earm"}
+_SCORING = {"k", "K", "seed", "test_size"}
+_MODE_OPTIONS = {"tables": _SCORING | {"split", "seeds", "jobs", "set", "precision", "recall", "retriever", "preset"},
+                 "method": _SCORING | {"split", "retriever", "preset"},
+                 "analysis": _SCORING | {"seeds", "jobs", "set", "precision", "recall", "out"},
+                 "earm": {"seeds", "out", "N"}}
+
+def _check_applicable(args, mode: str) -> None:
+    "A ValueError naming the first option given that the mode would ignore (options are refused, never dropped)."
+    given = sorted(k[len("given_"):] for k in vars(args) if k.startswith("given_"))
+    for dest in given:
+        if dest not in _ANY_MODE | _MODE_OPTIONS[mode]:
+            modes = [m for m, opts in _MODE_OPTIONS.items() if dest in opts]
+            raise ValueError(f"{dest}: --{dest.replace('_', '-')} does not apply to mode '{mode}' "
+                             f"(only to {', '.join(modes)})")
+
+_SET_TYPES = {"int": (int, "an integer"), "float": (float, "a number"), "str": (str, "a word")}
+
+def _typed_value(key: str, raw: str, annotation: str):
+    "The value of `--set key=raw` typed by EARConfig's annotation of `key` ('int', 'float | None', …); one-line errors."
+    kinds = [t.strip() for t in str(annotation).split("|")]
+    if "None" in kinds and raw.strip().lower() in ("none", "null"): return None
+    for t in (t for t in kinds if t in _SET_TYPES):
+        try: val = _SET_TYPES[t][0](raw.strip())
+        except ValueError: continue
+        if t != "float" or math.isfinite(val): return val
+    wanted = " or ".join(_SET_TYPES[t][1] if t in _SET_TYPES else "None" for t in kinds)
+    raise ValueError(f"set: {key} expects {wanted}, got {raw!r}")
+
+def _overrides(pairs) -> dict:
+    "EAR settings from repeated `--set KEY=VALUE`, each typed by its field and then checked by EARConfig itself."
+    types, typed = {f.name: f.type for f in fields(EARConfig)}, {}
+    for pair in pairs or ():
+        key, sep, raw = pair.partition("=")
+        if sep and key in types: typed[key] = _typed_value(key, raw, types[key])
+        else: parse_overrides([pair])              # the evaluation chapter's messages for a bad or unknown key
+    return parse_overrides([f"{k}={json.dumps(v)}" for k, v in typed.items()])
+
+def _learning_kwargs(fn: Callable, args) -> dict:
+    "retriever=/preset= for `fn` when they differ from the defaults; an error when this `fn` cannot take them yet."
+    kw = {k: v for k, v, d in (("retriever", args.retriever, "dense"), ("preset", args.preset, "default")) if v != d}
+    for k in kw:
+        if k not in inspect.signature(fn).parameters:
+            raise ValueError(f"{k}: this earmem's {fn.__name__}() does not take {k}= yet (only the default)")
+    return kw
+
 # %% ../nbs/30_cli.ipynb #92f3f7b1
 def _run_tables(args, say: Callable) -> str:
     "Mode tables: the paper's Tables 2–3; the JSON report and its PNG figure."
     report = reproduce_tables(args.benchmark, args.methods or "all", args.seeds, args.split, args.encoder, args.k,
-                              args.K, args.test_size, args.seed, args.data, args.jobs, parse_overrides(args.set),
-                              _critic_settings(args), progress=not args.quiet, log=say)
+                              args.K, args.test_size, args.seed, args.data, args.jobs, _overrides(args.set),
+                              _critic_settings(args), progress=not args.quiet, log=say,
+                              **_learning_kwargs(reproduce_tables, args))
     out = _write_report(args.json or f"results/{args.benchmark}-tables-seed{args.seed}.json", report)
     say(f"figure written to {plot_tables(report, out.with_suffix('.png'))}")
     say(f"report written to {out}")
@@ -160,9 +230,8 @@ def _run_tables(args, say: Callable) -> str:
 
 def _run_method(args, say: Callable) -> str:
     "Mode method: one method, once; its per-category table."
-    if args.set: raise ValueError("set: EAR settings apply to the tables and analyses, not to one method")
     report = reproduce(args.benchmark, args.method, args.split, args.encoder, args.k, args.K, args.seed,
-                       args.test_size, args.data, progress=not args.quiet, log=say)
+                       args.test_size, args.data, progress=not args.quiet, log=say, **_learning_kwargs(reproduce, args))
     out = _write_report(args.json or f"results/{args.benchmark}-{args.method}-{args.split}-seed{args.seed}.json", report)
     say(f"report written to {out}")
     return format_table(report)
@@ -170,7 +239,7 @@ def _run_method(args, say: Callable) -> str:
 def _run_analysis(args, say: Callable) -> str:
     "Mode analysis: the named analyses (or all) on one prepared benchmark; their texts."
     reports = run_analyses(args.benchmark, args.analysis.split(","), args.seeds, args.encoder, args.k, args.K,
-                           args.test_size, args.seed, args.data, args.jobs, parse_overrides(args.set),
+                           args.test_size, args.seed, args.data, args.jobs, _overrides(args.set),
                            _critic_settings(args), args.out, not args.quiet, say)
     out = _write_report(args.json or Path(args.out) / f"{args.benchmark}-analysis-{'-'.join(reports)}.json", reports)
     say(f"report written to {out}")
@@ -207,7 +276,8 @@ def _no_hub_progress_bars():
         if tf is not None and tf_was_on and hub_was_on: tf.utils.logging.enable_progress_bar()
 
 def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
+    text = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)     # a KeyError's str() adds quotes
+    return " ".join(text.split()) or type(e).__name__
 
 def _fail(e: BaseException) -> int:
     "Print `e` as one line on stderr and return exit code 2 (re-raise it when $EARMEM_DEBUG is set)."
@@ -220,7 +290,8 @@ def run_reproduce(args) -> int:
     say = _say(args)
     try:
         with (_no_hub_progress_bars() if args.quiet else contextlib.nullcontext()):
-            text = _MODES[_mode(args)](args, say)
+            mode = _mode(args); _check_applicable(args, mode)
+            text = _MODES[mode](args, say)
     except (ValueError, TypeError, OSError) as e: return _fail(e)
     except KeyboardInterrupt:
         print("earmem: interrupted", file=sys.stderr)
@@ -230,12 +301,21 @@ def run_reproduce(args) -> int:
 
 # %% ../nbs/30_cli.ipynb #e0a2b940
 def _store_from_args(a, readonly: bool = False, create: bool = False) -> MemoryStore:
-    "Open (or, for `add`, create) the store of `--store`, with the encoder of `--encoder` for a new store."
+    "Open (or, for `add` and `import`, create) the store of `--store`, with the encoder of `--encoder` for a new store."
     enc = None
     if getattr(a, "encoder", None):
         m = re.fullmatch(r"hashing(?:-(\d+))?", a.encoder)
         enc = HashingEncoder(int(m.group(1) or 64)) if m else Encoder(a.encoder, progress=False)
     return MemoryStore(a.store, encoder=enc, readonly=readonly, create=create)
+
+def _json_default(o):
+    "JSON for what `json` cannot write itself: numpy numbers and arrays, dataclasses, paths."
+    if is_dataclass(o): return asdict(o)
+    return o.tolist() if hasattr(o, "tolist") else str(o)
+
+def _emit(a, obj, text: str):
+    "Print `obj` as JSON with --json, else `text`."
+    print(json.dumps(obj, indent=1, ensure_ascii=False, default=_json_default) if a.json else text)
 
 def _filters(a) -> dict:
     return dict(kinds=a.kind or None, entities=a.entity or None, since=a.since, until=a.until, store=a.memory_store)
@@ -247,9 +327,11 @@ def _cmd_add(a):
     print(f"{r.action} {r.id}" + (f" (similarity {r.similarity:.3f}, count {r.count})" if r.similarity is not None else ""))
 
 def _cmd_search(a):
+    if a.explain and a.json: raise ValueError("explain: --explain and --json are two different outputs; choose one")
     with _store_from_args(a) as s:
         hits = s.search(a.query, k=a.k, touch=not a.no_touch, **_filters(a))
-    if a.json: print(json.dumps({"hits": [asdict(h) for h in hits], "conflicts": hits.conflicts}, indent=1)); return
+    if a.json: return _emit(a, {"query": a.query, "k": a.k, "filters": _filters(a), "hits": [asdict(h) for h in hits],
+                                "conflicts": hits.conflicts}, "")
     if a.explain: print(hits.explain()); return
     if not hits: print("no relevant memory"); return
     for h in hits: print(f"{h.rank}. [{h.id}] {h.score:.3f}  {h.timestamp[:10]} {h.kind}: {h.text}")
@@ -261,26 +343,137 @@ def _cmd_inject(a):
 
 def _cmd_stats(a):
     with _store_from_args(a, readonly=True) as s: st = s.stats()
-    print(json.dumps(st, indent=1) if a.json else "\n".join(f"{k}: {v}" for k, v in st.items()))
+    _emit(a, st, "\n".join(f"{k}: {v}" for k, v in st.items()))
 
 def _cmd_export(a):
     with _store_from_args(a, readonly=True) as s: n = s.export(a.path, include_retracted=not a.active_only)
-    print(json.dumps({"exported": n, "path": str(a.path)}) if a.json else f"exported {n} memories to {a.path}")
+    _emit(a, {"exported": n, "path": str(a.path)}, f"exported {n} memories to {a.path}")
 
 def _cmd_bench(a):
     rows = benchmark_store(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, progress=not a.quiet)
     print(json.dumps(rows, indent=1))
 
+# %% ../nbs/30_cli.ipynb #8f692583
+def _cmd_update(a):
+    changes = dict(text=a.text, kind=a.kind, importance=a.importance, entities=a.entity, timestamp=a.timestamp,
+                   source=a.source)
+    with _store_from_args(a) as s: rec = s.update(a.id, reason=a.reason, **{k: v for k, v in changes.items() if v is not None})
+    _emit(a, rec, f"updated {getattr(rec, 'id', a.id)}: {getattr(rec, 'text', '')}")
+
+def _cmd_retract(a):
+    with _store_from_args(a) as s: r = s.retract(a.id, a.reason, a.correction)
+    _emit(a, {"retracted": a.id, "correction": r}, f"retracted {a.id}" + (f"; correction {r.action} as {r.id}" if r else ""))
+
+def _cmd_delete(a):
+    with _store_from_args(a) as s: s.delete(a.id)
+    _emit(a, {"deleted": a.id}, f"deleted {a.id}")
+
+def _cmd_history(a):
+    with _store_from_args(a, readonly=True) as s: rows = s.history(a.id)
+    if not rows: raise KeyError(f"id: no memory {a.id!r} and no history of one in {a.store}")
+    line = lambda r: f"{r['at']}  {r['action']:<8} {json.dumps(r['detail'], ensure_ascii=False, default=_json_default)}"
+    _emit(a, rows, "\n".join(map(line, rows)))
+
+def _cmd_repair(a):
+    with _store_from_args(a) as s:
+        if not hasattr(s, "repair"): raise ValueError("repair: this earmem's MemoryStore has no repair() yet")
+        out = s.repair()
+    _emit(a, out, "\n".join(f"{k}: {v}" for k, v in out.items()) if isinstance(out, dict) else str(out))
+
+# %% ../nbs/30_cli.ipynb #0831a682
+def _hits_file(path) -> dict:
+    "The search of a `search --json` file: {query, k, filters, ids, cited}; errors name the file and the field."
+    try: d = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"hits: {path} is not a JSON file ({e})") from None
+    if not isinstance(d, dict) or not isinstance(d.get("query"), str) or not isinstance(d.get("hits"), list):
+        raise ValueError(f"hits: {path} has no query string and hits list; write it with `earmem memory search --json`")
+    ids = [h.get("id") if isinstance(h, dict) else None for h in d["hits"]]
+    if not all(isinstance(i, str) for i in ids): raise ValueError(f"hits: {path} field hits has an entry without an id string")
+    cited = d.get("cited")
+    if cited is not None and not (isinstance(cited, list) and all(isinstance(c, str) for c in cited)):
+        raise ValueError(f"hits: {path} field cited is not a list of id strings")
+    filters = d.get("filters") or {}
+    if not isinstance(filters, dict) or set(filters) - {"kinds", "entities", "since", "until", "store"}:
+        raise ValueError(f"hits: {path} field filters is not a search's filters")
+    return dict(query=d["query"], k=d.get("k") or max(len(ids), 1), filters=filters, ids=ids, cited=cited)
+
+def _feedback_request(a) -> dict:
+    "The search to give feedback on and the cited ids, from --query and its options, or from --hits FILE."
+    if (a.query is None) == (a.hits is None): raise ValueError("query: give either --query TEXT or --hits FILE")
+    if a.hits is not None:
+        extra = [f for f, v in (("k", a.k), ("kind", a.kind), ("entity", a.entity), ("since", a.since), ("until", a.until),
+                                ("memory_store", a.memory_store)) if v is not None]
+        if extra: raise ValueError(f"{extra[0]}: the search options come from the --hits file; leave them out")
+        req = _hits_file(a.hits)
+    else: req = dict(query=a.query, k=5 if a.k is None else a.k, filters=_filters(a), ids=None, cited=None)
+    req["cited"] = a.cited if a.cited is not None else req["cited"]
+    if req["cited"] is None: raise ValueError("cited: name the hits the answer used (--cited ID …; --cited alone for none)")
+    return req
+
+def _cmd_feedback(a):
+    req = _feedback_request(a)
+    with _store_from_args(a) as s:
+        hits = s.search(req["query"], k=req["k"], **req["filters"])
+        if req["ids"] is not None and hits.ids != req["ids"]:
+            raise ValueError(f"hits: the store changed since {a.hits} was written (the search now gives {hits.ids}, "
+                             f"the file has {req['ids']}); search again")
+        out = s.feedback(hits, req["cited"])
+    _emit(a, {"query": req["query"], "hits": hits.ids, "cited": req["cited"], **out},
+          f"feedback on {len(hits)} hits: cited {', '.join(req['cited']) or 'none'}; labels {out['labels']}")
+
+# %% ../nbs/30_cli.ipynb #6b01b3cf
+_CARRIED = ("id", "text", "kind", "store", "entities", "importance", "confidence", "timestamp", "source", "metadata")
+
+def _jsonl_records(path) -> list:
+    "(line number, record) of every non-empty line of an export file; errors name the file and the line."
+    try: lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError: raise ValueError(f"path: {path} is not UTF-8 text; expected a JSON Lines export") from None
+    out, seen = [], {}
+    for n, line in enumerate(lines, 1):
+        if not line.strip(): continue
+        try: r = json.loads(line)
+        except json.JSONDecodeError as e: raise ValueError(f"path: {path} line {n} is not JSON ({e.msg})") from None
+        if not isinstance(r, dict) or not isinstance(r.get("status", "active"), str):
+            raise ValueError(f"path: {path} line {n}: expected a memory object with a status string, as `memory export` writes")
+        try: normalise_item({k: r[k] for k in _CARRIED if r.get(k) is not None}, "", 0.0, {})   # every line checked before any write
+        except (ValueError, TypeError) as e: raise type(e)(f"path: {path} line {n}: {e}") from None
+        if r.get("id") is not None and r["id"] in seen: raise ValueError(f"path: {path} line {n}: id {r['id']!r} repeats line {seen[r['id']]}")
+        if r.get("id") is not None: seen[r["id"]] = n
+        out.append((n, r))
+    return out
+
+def _add_lines(s: MemoryStore, path, batch: list) -> list:
+    "add_many of (line, record) pairs; an item's error names the file and its line."
+    try: return s.add_many([{k: r[k] for k in _CARRIED if r.get(k) is not None} for _, r in batch])
+    except (ValueError, TypeError) as e:
+        m = re.match(r"items\[(\d+)\]\.(.*)", str(e), re.S)
+        n, msg = (batch[int(m.group(1))][0], m.group(2)) if m else (batch[0][0], str(e))
+        raise type(e)(f"path: {path} line {n}: {msg}") from None
+
+def _cmd_import(a):
+    recs = _jsonl_records(a.path)
+    with _store_from_args(a, create=True) as s:
+        new = [(n, r) for n, r in recs if r.get("id") not in s]
+        withdrawn = [x for x in new if x[1].get("status", "active") != "active"]
+        for n, r in withdrawn:                             # retract only what this import inserted
+            res = _add_lines(s, a.path, [(n, r)])[0]
+            if res.action == "inserted": s.retract(res.id, f"imported as {r['status']}")
+        done = _add_lines(s, a.path, [x for x in new if x not in withdrawn])
+    c = {"path": str(a.path), "inserted": sum(r.action == "inserted" for r in done), "merged": sum(r.action == "merged" for r in done),
+         "withdrawn": len(withdrawn), "skipped": len(recs) - len(new), "not_carried": ["count", "last_access", "audit trail"]}
+    _emit(a, c, f"imported {a.path}: {c['inserted']} inserted, {c['merged']} merged into others, {c['withdrawn']} withdrawn, "
+                f"{c['skipped']} already present")
+
 # %% ../nbs/30_cli.ipynb #44084f74
-def _store_options(sp):
+def _store_options(sp, encoder: bool = True):
     sp.add_argument("--store", "-s", default=os.environ.get("EARMEM_STORE", "earmem-memory"),
                     help="store folder (default: $EARMEM_STORE or ./earmem-memory)")
-    sp.add_argument("--encoder", default=None,
+    if encoder: sp.add_argument("--encoder", default=None,
                     help="encoder for a NEW store: a sentence-transformers name/path, or 'hashing[-DIM]' "
                          "(default: bundled all-MiniLM-L6-v2)")
 
-def _filter_options(sp):
-    sp.add_argument("-k", type=int, default=5, help="maximum number of memories (default 5)")
+def _filter_options(sp, k_default: int | None = 5):
+    sp.add_argument("-k", type=int, default=k_default, help="maximum number of memories (default 5)")
     sp.add_argument("--kind", action="append", choices=list(KINDS), help="only this kind (repeatable)")
     sp.add_argument("--entity", action="append", help="only memories naming this entity (repeatable)")
     sp.add_argument("--since", help="only memories formed at or after this time (ISO)")
@@ -290,10 +483,16 @@ def _filter_options(sp):
 def _json_flag(sp, what: str = "the result"):
     sp.add_argument("--json", action="store_true", help=f"print {what} as JSON")
 
+def _command(sub, name: str, help: str, description: str, func: Callable, what: str = "the result", store: bool = True):
+    "A memory sub-command with its store options, --json and its function."
+    sp = sub.add_parser(name, help=help, description=description)
+    if store: _store_options(sp)
+    _json_flag(sp, what); sp.set_defaults(memory_func=func)
+    return sp
+
 def _add_add(sub):
-    sp = sub.add_parser("add", help="add one memory (near-duplicates merge)",
-                        description="Add one memory; prints 'inserted ID' or 'merged ID'.")
-    _store_options(sp)
+    sp = _command(sub, "add", "add one memory (near-duplicates merge)", "Add one memory; prints 'inserted ID' or 'merged ID'.",
+                  _cmd_add)
     sp.add_argument("text", help="the memory, self-contained (who, what, when)")
     sp.add_argument("--kind", required=True, choices=list(KINDS), help="memory kind")
     sp.add_argument("--entity", action="append", help="an entity it is about (repeatable)")
@@ -301,75 +500,189 @@ def _add_add(sub):
     sp.add_argument("--timestamp", default=None, help="when it happened (ISO; default now)")
     sp.add_argument("--source", default=None, help="where it came from")
     sp.add_argument("--id", default=None, help="explicit memory id")
-    _json_flag(sp); sp.set_defaults(memory_func=_cmd_add)
 
 def _add_search(sub):
-    sp = sub.add_parser("search", help="search memories", description="Filter, then rank by relevance + recency + importance.")
-    _store_options(sp); _filter_options(sp)
+    sp = _command(sub, "search", "search memories", "Filter, then rank by relevance + recency + importance.", _cmd_search,
+                  "the query, its options and the hits (the file `feedback --hits` reads)")
+    _filter_options(sp)
     sp.add_argument("query", help="the question or task description")
     sp.add_argument("--explain", action="store_true", help="show every score component")
     sp.add_argument("--no-touch", action="store_true", help="do not refresh the hits' last-access time")
-    _json_flag(sp, "the hits"); sp.set_defaults(memory_func=_cmd_search)
 
 def _add_inject(sub):
-    sp = sub.add_parser("inject", help="print a provenance-labelled block under a token budget",
-                        description="Search, then print the hits as 'From memory (date, kind, confidence): …' lines "
-                                    "within --budget tokens.")
-    _store_options(sp); _filter_options(sp)
+    sp = _command(sub, "inject", "print a provenance-labelled block under a token budget",
+                  "Search, then print the hits as 'From memory (date, kind, confidence): …' lines within --budget tokens.",
+                  _cmd_inject, "the block, its memory ids and its token count")
+    _filter_options(sp)
     sp.add_argument("query", help="the question or task description")
     sp.add_argument("--budget", type=int, required=True, help="maximum tokens of the block (encoder's tokenizer)")
-    _json_flag(sp, "the block, its memory ids and its token count"); sp.set_defaults(memory_func=_cmd_inject)
 
 # %% ../nbs/30_cli.ipynb #317a9278
-def _add_stats(sub):
-    sp = sub.add_parser("stats", help="summarise the store",
-                        description="Counts by kind and store, feedback events, learner, size on disk.")
-    _store_options(sp); _json_flag(sp, "the summary"); sp.set_defaults(memory_func=_cmd_stats)
+def _add_changes(sub):
+    sp = _command(sub, "update", "edit a memory (only the fields given)", "Change a memory's text, kind, importance, "
+                  "entities, time or source; the change is audited.", _cmd_update, "the updated memory")
+    sp.add_argument("id", help="the memory id")
+    sp.add_argument("--text", help="new wording"); sp.add_argument("--kind", choices=list(KINDS), help="new kind")
+    sp.add_argument("--importance", type=float, help="new importance, 0..1")
+    sp.add_argument("--entity", action="append", help="the entities it is about, replacing the old ones (repeatable)")
+    sp.add_argument("--timestamp", help="when it happened (ISO)"); sp.add_argument("--source", help="where it came from")
+    sp.add_argument("--reason", help="why it changed (kept in the history)")
+    sp = _command(sub, "retract", "withdraw a memory (kept, never retrieved)", "Withdraw a memory with a reason; "
+                  "--correction also writes what is true instead.", _cmd_retract, "the retraction and its correction")
+    sp.add_argument("id", help="the memory id"); sp.add_argument("--reason", required=True, help="why it is withdrawn")
+    sp.add_argument("--correction", help="the corrected memory (kind 'correction', linked to the old one)")
+    sp = _command(sub, "delete", "erase a memory", "Erase a memory and its text from the history; a 'delete' entry "
+                  "remains.", _cmd_delete)
+    sp.add_argument("id", help="the memory id")
+    sp = _command(sub, "history", "a memory's audit trail", "Every insert, merge, update, retraction and deletion of a "
+                  "memory, oldest first.", _cmd_history, "the entries")
+    sp.add_argument("id", help="the memory id")
+    _command(sub, "repair", "rebuild the learner from the feedback log", "Replay the feedback log into a fresh learner "
+             "(after a damaged or missing learner checkpoint).", _cmd_repair, "what was rebuilt")
 
-def _add_export(sub):
-    sp = sub.add_parser("export", help="write all memories as JSON Lines",
-                        description="Export every memory (with status and metadata) to PATH as JSON Lines.")
-    _store_options(sp)
+def _add_feedback(sub):
+    sp = _command(sub, "feedback", "learn from which hits an answer cited", "Search (--query) or re-run a saved search "
+                  "(--hits FILE from `search --json`), then learn: cited hits +1, the others -1.", _cmd_feedback,
+                  "the hits, labels and learner step")
+    sp.add_argument("--query", help="the question the hits answered"); sp.add_argument("--hits", metavar="FILE",
+                    help="a `search --json` file (its query, options and hits; its 'cited' list unless --cited)")
+    sp.add_argument("--cited", nargs="*", metavar="ID", help="ids of the hits the answer used (none: --cited alone)")
+    _filter_options(sp, k_default=None)
+
+def _add_transfer(sub):
+    sp = _command(sub, "export", "write all memories as JSON Lines",
+                  "Export every memory (with status and metadata) to PATH as JSON Lines.", _cmd_export, "the count and path")
     sp.add_argument("path", help="output .jsonl file")
     sp.add_argument("--active-only", action="store_true", help="leave out retracted memories")
-    _json_flag(sp, "the count and path"); sp.set_defaults(memory_func=_cmd_export)
+    sp = _command(sub, "import", "read memories from a JSON Lines export", "Add the memories of an `export` file "
+                  "(ids already present are skipped; withdrawn ones stay withdrawn).", _cmd_import, "the counts")
+    sp.add_argument("path", help="a .jsonl file written by `earmem memory export`")
+    _command(sub, "stats", "summarise the store", "Counts by kind and store, feedback events, learner, size on disk.",
+             _cmd_stats, "the summary")
 
+# %% ../nbs/30_cli.ipynb #f805be49
 def _add_bench(sub):
-    sp = sub.add_parser("bench", help="benchmark add throughput and search latency",
-                        description="Synthetic random-embedding stores of the given sizes (encoding excluded); prints JSON.")
+    sp = _command(sub, "bench", "benchmark add throughput and search latency", "Synthetic random-embedding stores of "
+                  "the given sizes (encoding excluded); prints JSON.", _cmd_bench, "the measurements (always JSON)", store=False)
     sp.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="store sizes (default 10000 100000)")
     sp.add_argument("--dim", type=int, default=384, help="embedding dimension (default 384, MiniLM's)")
     sp.add_argument("--queries", type=int, default=200, help="timed queries per size (default 200)")
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
-    _json_flag(sp, "the measurements (always JSON)"); sp.set_defaults(memory_func=_cmd_bench)
 
 def add_memory_parser(subparsers) -> argparse.ArgumentParser:
-    "Add the `memory` command group (add, search, inject, stats, export, bench) to an argparse `subparsers`."
-    p = subparsers.add_parser("memory", help="an agent's long-term memory store: add, search, inject, stats, export",
+    "Add the `memory` command group (add, search, inject, update, retract, delete, history, feedback, …) to `subparsers`."
+    p = subparsers.add_parser("memory", help="an agent's long-term memory store: add, search, feedback, update, export …",
                               description="Work with an earmem MemoryStore folder (SQLite + embeddings + EAR learner).")
     sub = p.add_subparsers(dest="memory_command", metavar="COMMAND", required=True)
-    for add in (_add_add, _add_search, _add_inject, _add_stats, _add_export, _add_bench): add(sub)
+    for add in (_add_add, _add_search, _add_inject, _add_feedback, _add_changes, _add_transfer, _add_bench): add(sub)
     return p
+
+_FAULTS = (ValueError, TypeError, KeyError, OSError, ImportError, sqlite3.Error)
+
+def _guarded(func: Callable, args) -> int:
+    "Run `func(args)`: 0, or 2 after a one-line error on stderr (130 when interrupted)."
+    try: func(args)
+    except _FAULTS as e: return _fail(e)
+    except KeyboardInterrupt:
+        print("earmem: interrupted", file=sys.stderr); return 130
+    return 0
 
 def run_memory_command(args) -> int:
     "Run parsed `memory` arguments; errors print one line 'earmem: error: …' and return 2."
-    try: args.memory_func(args)
-    except (ValueError, TypeError, KeyError, PermissionError, FileNotFoundError) as e:
-        if os.environ.get("EARMEM_DEBUG"): raise
-        print(f"earmem: error: {_one_line(e).strip(chr(39))}", file=sys.stderr); return 2
-    return 0
+    return _guarded(args.memory_func, args)
+
+# %% ../nbs/30_cli.ipynb #dd518201
+def _cmd_download(a):
+    if a.sha256 is not None and a.no_checksum: raise ValueError("sha256: --sha256 and --no-checksum contradict each other")
+    got = download_data(a.name, a.dir, a.url, False if a.no_checksum else (a.sha256 or True), a.force, a.timeout, not a.quiet)
+    check = {True: "SHA-256 verified", False: "SHA-256 differs from the pinned one (--force fetches it again)",
+             None: "structure checked" if got["action"] == "downloaded" else "no checksum pinned"}[got["verified"]]
+    where = "downloaded to" if got["action"] == "downloaded" else "already at"
+    _emit(a, got, f"{DATA_SOURCES[a.name].title} {where} {got['path']} ({check})")
+
+def _data_lines(rep: dict) -> str:
+    "`data_report` as text: the folder and its origin, then one line per benchmark."
+    lines = [f"data folder: {rep['root']} (from {rep['origin']})"]
+    for name, b in rep["benchmarks"].items():
+        if b["found"] is None: lines.append(f"{name}: not found (looked at {', '.join(b['looked'])}); "
+                                            f"`earmem data download {name}` fetches it"); continue
+        ok = {True: ", SHA-256 verified", False: ", SHA-256 differs from the pinned one", None: ""}[b["verified"]]
+        lines.append(f"{name}: {b['found']} ({b['bytes']:,} bytes{ok})")
+    return "\n".join(lines)
+
+def _cmd_data_path(a): rep = data_report(a.dir); _emit(a, rep, _data_lines(rep))
+
+def _add_data_parser(sub) -> argparse.ArgumentParser:
+    "`earmem data download NAME [--dir DIR] …` and `earmem data path [--dir DIR]`."
+    p = sub.add_parser("data", help="get the benchmarks: download them, or see where they are looked up",
+                       description="The benchmark files: download the official ones, or see where the loaders look.")
+    dsub = p.add_subparsers(dest="data_command", metavar="COMMAND", required=True)
+    d = dsub.add_parser("download", help="fetch a benchmark's official file", description="Fetch the official file of "
+                        "LoCoMo (snap-research/locomo on GitHub) or LongMemEval_S (xiaowu0162/longmemeval on the Hugging "
+                        "Face hub) into DIR/locomo/ or DIR/longmemeval/, checked, atomically.")
+    d.add_argument("name", choices=list(DATA_SOURCES), help="the benchmark")
+    d.add_argument("--url", help="fetch from this address instead (a mirror)")
+    d.add_argument("--sha256", metavar="HEX", help="expect this checksum instead of the pinned one")
+    d.add_argument("--no-checksum", action="store_true", help="check only the structure of the file")
+    d.add_argument("--force", action="store_true", help="download again even when the file is there")
+    d.add_argument("--timeout", type=float, default=60, help="seconds to wait for the server (default 60)")
+    d.add_argument("--quiet", action="store_true", help="no progress bar")
+    d.set_defaults(data_func=_cmd_download)
+    d2 = dsub.add_parser("path", help="where the data is looked up and what is found",
+                         description="The data folder (argument > $EARMEM_DATA > ~/.cache/earmem/data) and each benchmark found there.")
+    d2.set_defaults(data_func=_cmd_data_path)
+    for sp in (d, d2):
+        sp.add_argument("--dir", "--data", metavar="DIR", help="the data folder (default: $EARMEM_DATA, else ~/.cache/earmem/data)")
+        _json_flag(sp)
+    return p
+
+# %% ../nbs/30_cli.ipynb #b962fc3e
+_SERVERS = {"mcp": ("earmem.mcp_server", "serve_mcp", "mcp", 8765), "http": ("earmem.http_api", "serve_http", "server", 8766)}
+
+def _missing_extra(kind: str, e: ModuleNotFoundError) -> ImportError:
+    module, _, extra, _ = _SERVERS[kind]
+    if e.name == module: return ImportError(f"serve: this earmem has no {module} module")
+    return ImportError(f"serve {kind}: needs the optional package {(e.name or '?').split('.')[0]!r}: "
+                       f"pip install \"earmem[{extra}]\"")
+
+def _cmd_serve(a):
+    "Serve the store: status lines go to stderr (stdout is the MCP channel over stdio)."
+    module, func, _, port = _SERVERS[a.server]
+    if getattr(a, "transport", "http") == "stdio" and (a.host is not None or a.port is not None):
+        raise ValueError(f"{'host' if a.host is not None else 'port'}: --host and --port apply to --transport http only")
+    kw = dict(host=a.host or "127.0.0.1", port=port if a.port is None else a.port)
+    if a.server == "mcp": kw = {"transport": a.transport, **kw}
+    try: getattr(importlib.import_module(module), func)(a.store, **kw)
+    except ModuleNotFoundError as e: raise _missing_extra(a.server, e) from None
+
+def _add_serve_parser(sub) -> argparse.ArgumentParser:
+    "`earmem serve mcp [--transport stdio|http] …` and `earmem serve http …`."
+    p = sub.add_parser("serve", help="serve a memory store to agents (MCP server or HTTP API)",
+                       description="Serve a memory store to agents: the MCP server (earmem[mcp]) or the HTTP API (earmem[server]).")
+    ssub = p.add_subparsers(dest="server", metavar="SERVER", required=True)
+    for name, what in (("mcp", "the Model Context Protocol server (tools: search, add, feedback, retract, history)"),
+                       ("http", "the HTTP API (FastAPI + uvicorn; OpenAPI docs at /docs)")):
+        sp = ssub.add_parser(name, help=what, description=f"Serve {what}; bound to 127.0.0.1 unless --host says otherwise.")
+        _store_options(sp, encoder=False)                 # the servers open a store with the encoder it was made with
+        if name == "mcp": sp.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                                          help="stdio (default) or streamable HTTP on --host:--port")
+        sp.add_argument("--host", help="address to bind (default 127.0.0.1)")
+        sp.add_argument("--port", type=int, help=f"port (default {_SERVERS[name][3]})")
+        sp.set_defaults(serve_func=_cmd_serve)
+    return p
 
 # %% ../nbs/30_cli.ipynb #53ae6c22
 def build_parser() -> argparse.ArgumentParser:
-    "The `earmem` argument parser: reproduce BENCHMARK [tables | method | analysis | earm]; memory {add, search, …}."
+    "The `earmem` argument parser: reproduce BENCHMARK [MODE]; memory COMMAND; data download|path; serve mcp|http."
     p = _Parser(prog="earmem", description="earmem: adaptive long-term memory retrieval for LLM agents (EAR, EARM).")
     p.add_argument("--version", action="version", version=f"earmem {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_reproduce_parser(sub)
-    add_memory_parser(sub)
+    add_memory_parser(sub); _add_data_parser(sub); _add_serve_parser(sub)
     return p
 
-_COMMANDS = {"reproduce": run_reproduce, "memory": run_memory_command}
+_COMMANDS = {"reproduce": run_reproduce, "memory": run_memory_command,
+             "data": lambda a: _guarded(a.data_func, a), "serve": lambda a: _guarded(a.serve_func, a)}
 
 def main(argv: Sequence[str] | None = None) -> int:
     "Entry point of the `earmem` console script; returns the exit code (0 ok, 2 usage or data error)."

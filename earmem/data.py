@@ -4,21 +4,24 @@
 
 # %% ../nbs/10_data.ipynb #e4acff87
 from __future__ import annotations
-import json, os, re
+import hashlib, json, os, re, tempfile, urllib.error, urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 import numpy as np
 import datasets
 from fastcore.basics import patch
+from tqdm.auto import tqdm
 from .core import Memory, Query, MemoryBank, Encoder, atomic_write, check_int, default_cache_dir
 
 # %% auto #0
-__all__ = ['MEMORY_FEATURES', 'QUERY_FEATURES', 'LOCOMO_SOURCE', 'LOCOMO_URL', 'LONGMEMEVAL_SOURCE', 'LOCOMO_CATEGORIES',
-           'Benchmark', 'data_dir', 'find_data_file', 'parse_locomo_datetime', 'parse_dialogue_ids', 'clean_evidence',
-           'check_locomo', 'download_locomo', 'load_locomo', 'parse_longmemeval_date', 'check_longmemeval',
-           'load_longmemeval']
+__all__ = ['MEMORY_FEATURES', 'QUERY_FEATURES', 'LOCOMO_SOURCE', 'LOCOMO_URL', 'LOCOMO_SHA256', 'LOCOMO_NAMES',
+           'LONGMEMEVAL_SOURCE', 'LONGMEMEVAL_URL', 'LONGMEMEVAL_NAMES', 'LOCOMO_CATEGORIES', 'DATA_SOURCES',
+           'Benchmark', 'data_dir', 'data_root', 'find_data_file', 'check_options', 'DownloadError', 'sha256_of',
+           'fetch_file', 'parse_locomo_datetime', 'parse_dialogue_ids', 'clean_evidence', 'check_locomo',
+           'download_locomo', 'load_locomo', 'parse_longmemeval_date', 'check_longmemeval', 'load_longmemeval',
+           'DataSource', 'download_data', 'data_report']
 
 # %% ../nbs/10_data.ipynb #e2bad679
 _STRINGS = (getattr(datasets, "List", None) or datasets.Sequence)(datasets.Value("string"))  # datasets ≥ 4 has List
@@ -171,22 +174,31 @@ def stats(self: Benchmark) -> dict:
 # %% ../nbs/10_data.ipynb #2238eeca
 LOCOMO_SOURCE = "the snap-research/locomo GitHub repository, file data/locomo10.json"
 LOCOMO_URL = "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json"
+LOCOMO_SHA256 = "7050464eac958f466c12784eafdfd2530899d7283451942739d968ef5caff38e"  # the file earmem is tested on (2,168,972 bytes)
+LOCOMO_NAMES = ("locomo/locomo10.json", "locomo10.json")
 LONGMEMEVAL_SOURCE = ("the data release linked from the xiaowu0162/LongMemEval GitHub repository "
                       "(file longmemeval_s.json or longmemeval_s_cleaned.json)")
+LONGMEMEVAL_URL = "https://huggingface.co/datasets/xiaowu0162/longmemeval/resolve/main/longmemeval_s"
+LONGMEMEVAL_NAMES = ("longmemeval/longmemeval_s.json", "longmemeval/longmemeval_s_cleaned.json", "longmemeval_s.json",
+                     "longmemeval_s_cleaned.json")
 
 def data_dir() -> Path:
     "The default data folder: `$EARMEM_DATA` when set, else `default_cache_dir()/'data'`."
     env = os.environ.get("EARMEM_DATA")
     return Path(env).expanduser() if env else default_cache_dir() / "data"
 
-def _locate(path, names: Sequence[str]) -> tuple:
-    "(found file or None, places looked at, where the root came from)."
+def data_root(path=None) -> tuple:
+    "(root, where it came from): the `path` argument, else `$EARMEM_DATA`, else the default data folder."
     if path is not None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path: expected a file or folder path, got {type(path).__name__}")
-        root, origin = Path(path).expanduser(), "the path argument"
-    elif os.environ.get("EARMEM_DATA"): root, origin = data_dir(), "$EARMEM_DATA"
-    else: root, origin = data_dir(), "the default data folder (set $EARMEM_DATA or pass a path to change it)"
+        return Path(path).expanduser(), "the path argument"
+    if os.environ.get("EARMEM_DATA"): return data_dir(), "$EARMEM_DATA"
+    return data_dir(), "the default data folder (set $EARMEM_DATA or pass a path to change it)"
+
+def _locate(path, names: Sequence[str]) -> tuple:
+    "(found file or None, places looked at, where the root came from)."
+    root, origin = data_root(path)
     if root.is_file(): return root, [root], origin
     looked = [root / n for n in names] if root.is_dir() or not root.suffix else [root]
     return next((p for p in looked if p.is_file()), None), looked, origin
@@ -209,6 +221,70 @@ def _read_json(file: Path, what: str):
     except json.JSONDecodeError as e:
         raise ValueError(f"path: {file} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                          f"expected the {what} JSON file") from None
+
+
+def check_options(flags: dict, templates: dict) -> None:
+    "A TypeError naming the option unless every flag is a real bool (not the string 'false') and every template a string."
+    for k, v in flags.items():
+        if not isinstance(v, bool): raise TypeError(f"{k}: expected True or False, got {v!r} ({type(v).__name__})")
+    for k, v in templates.items():
+        if not isinstance(v, str): raise TypeError(f"{k}: expected a template string, got {type(v).__name__}")
+
+# %% ../nbs/10_data.ipynb #b3284d15
+class DownloadError(ConnectionError):
+    "A download that could not reach its source (offline, unknown host, refused connection, HTTP error)."
+
+def sha256_of(path, chunk: int = 1 << 20) -> str:
+    "The SHA-256 hex digest of a file, read in chunks."
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(chunk), b""): h.update(b)
+    return h.hexdigest()
+
+def _open_url(url: str, timeout: float, dest: Path):
+    "`urlopen(url)`, with every way of not reaching `url` turned into one `DownloadError` sentence."
+    try: return urllib.request.urlopen(url, timeout=timeout)
+    except urllib.error.HTTPError as e: raise DownloadError(f"url: {url} answered HTTP {e.code} ({e.reason})") from None
+    except (urllib.error.URLError, OSError) as e:
+        raise DownloadError(f"url: cannot reach {url} ({getattr(e, 'reason', e)}); are you offline? Fetch the file "
+                            f"on a machine that is online and put it at {dest}") from None
+
+def _stream_to(r, f, desc: str, progress: bool) -> str:
+    "Copy response `r` into the open file `f` in chunks under a progress bar; the SHA-256 of what was copied."
+    h, total = hashlib.sha256(), int(getattr(r, "headers", {}).get("Content-Length") or 0) or None
+    with tqdm(total=total, unit="B", unit_scale=True, desc=desc, disable=not progress, leave=False) as bar:
+        for chunk in iter(lambda: r.read(1 << 20), b""):
+            f.write(chunk); h.update(chunk); bar.update(len(chunk))
+    f.flush(); os.fsync(f.fileno())
+    return h.hexdigest()
+
+def fetch_file(url: str, dest, sha256: str | None = None, check: Callable | None = None, timeout: float = 60,
+               progress: bool = True) -> Path:
+    "Download `url` to `dest` atomically: into a temp file beside it, verify `sha256` and `check(temp path)`, rename."
+    dest = Path(dest)
+    made = [p for p in (dest.parent, *dest.parent.parents) if not p.exists()]   # folders this call creates, deepest first
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f, _open_url(url, timeout, dest) as r: got = _stream_to(r, f, dest.name, progress)
+        if sha256 and got != sha256.lower():
+            raise ValueError(f"sha256: {url} gave a file with SHA-256 {got}, expected {sha256} (the source may have "
+                             f"changed); nothing was written")
+        if check is not None: check(Path(tmp))
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        for folder in made:                              # empty again: removed
+            try: folder.rmdir()
+            except OSError: break
+        raise
+    return dest
+
+def _check_json(path, url: str, what: str, checker: Callable) -> None:
+    "Parse the downloaded file at `path` and run `checker(data, url)`; a ValueError naming `url` when it is not JSON."
+    try: data = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"url: {url} did not return {what} JSON ({e})") from None
+    checker(data, url)
 
 # %% ../nbs/10_data.ipynb #c99288ef
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -283,6 +359,8 @@ def _check_locomo_turns(sid: str, conv: dict, bad) -> None:
                 raise bad(f"conversation {sid!r} session_{n} turn {j} lacks a speaker, dia_id or text string")
             if t["dia_id"] in ids: raise bad(f"conversation {sid!r} has dia_id {t['dia_id']!r} twice")
             ids.add(t["dia_id"])
+        if not isinstance(conv.get(f"session_{n}_date_time", ""), str):
+            raise bad(f"conversation {sid!r} field session_{n}_date_time is not a string")
 
 def _check_locomo_qa(sid: str, qa: list, bad) -> None:
     "Every question of a conversation has a question string and an integer category."
@@ -380,14 +458,11 @@ def _locomo_queries(s: dict, known: set, include_adversarial: bool, evidence_rep
     return rows
 
 # %% ../nbs/10_data.ipynb #f9be1dd6
-def download_locomo(dest, url: str = LOCOMO_URL, timeout: float = 60) -> Path:
-    "Fetch the official locomo10.json to `dest` (checked, then written atomically). Needs network access."
-    import urllib.request
-    with urllib.request.urlopen(url, timeout=timeout) as r: raw = r.read()
-    try: check_locomo(json.loads(raw.decode("utf-8")), url)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"url: {url} did not return JSON ({e})") from None
-    atomic_write(dest, raw)
-    return Path(dest)
+def download_locomo(dest, url: str = LOCOMO_URL, timeout: float = 60, sha256: str | bool = True,
+                    progress: bool = False) -> Path:
+    "Fetch the official locomo10.json to `dest`: SHA-256 (`True` = the pinned one, `False` = none) and structure checked."
+    pin = LOCOMO_SHA256 if sha256 is True else (sha256 or None)
+    return fetch_file(url, dest, pin, lambda p: _check_json(p, url, "LoCoMo", check_locomo), timeout, progress)
 
 def load_locomo(path=None, *,
                 include_adversarial: bool = False,  # keep category 5 (the paper drops it)
@@ -399,9 +474,12 @@ def load_locomo(path=None, *,
                 date_template: str = "[{date}] ",  # fields: date (as in the file), iso
                 download: bool = False) -> Benchmark:  # fetch the official file when it is missing (needs network)
     "Load LoCoMo (official locomo10.json) as a `Benchmark`: one bank per conversation, turns + observations, cleaned evidence."
-    found, looked, origin = _locate(path, ["locomo/locomo10.json", "locomo10.json"])
+    check_options(dict(include_adversarial=include_adversarial, with_observations=with_observations,
+                       with_captions=with_captions, with_date=with_date, download=download),
+                  dict(turn_template=turn_template, caption_template=caption_template, date_template=date_template))
+    found, looked, origin = _locate(path, LOCOMO_NAMES)
     if found is None and download: found = download_locomo(looked[0])
-    file = found or find_data_file(path, ["locomo/locomo10.json", "locomo10.json"], "LoCoMo", LOCOMO_SOURCE,
+    file = found or find_data_file(path, LOCOMO_NAMES, "LoCoMo", LOCOMO_SOURCE,
                                    hint=", or call load_locomo(download=True) when online")
     data = _read_json(file, "LoCoMo (locomo10.json)")
     check_locomo(data, file)
@@ -439,6 +517,17 @@ def _check_haystack(qid: str, q: dict, bad) -> None:
         for t, turn in enumerate(sess):
             if not (isinstance(turn, dict) and isinstance(turn.get("role"), str) and isinstance(turn.get("content"), str)):
                 raise bad(f"question {qid!r} session {j} turn {t} lacks a role or content string")
+            if not isinstance(turn.get("has_answer", False), bool):
+                raise bad(f"question {qid!r} session {j} turn {t} field has_answer is {turn['has_answer']!r}, not true/false")
+
+_LONGMEMEVAL_TYPES = {"question": (str,), "question_type": (str, type(None)), "question_date": (str, type(None)),
+                      "answer_session_ids": (list, type(None))}
+
+def _check_question_fields(qid: str, q: dict, bad) -> None:
+    "The typed top-level fields of question `qid` (a number where text belongs would end in an Arrow error later)."
+    for k, types in _LONGMEMEVAL_TYPES.items():
+        if not isinstance(q.get(k), types):
+            raise bad(f"question {qid!r} field {k} is a {type(q.get(k)).__name__}, expected {' or '.join(t.__name__ for t in types)}")
 
 def check_longmemeval(data, file="LongMemEval data") -> None:
     "Raise a ValueError naming `file` and the problem unless `data` has the structure of the official LongMemEval JSON."
@@ -452,7 +541,7 @@ def check_longmemeval(data, file="LongMemEval data") -> None:
         qid = q["question_id"]
         if not isinstance(qid, str) or qid in seen: raise bad(f"entry {i} has a missing or repeated question_id {qid!r}")
         seen.add(qid)
-        _check_haystack(qid, q, bad)
+        _check_question_fields(qid, q, bad); _check_haystack(qid, q, bad)
 
 # %% ../nbs/10_data.ipynb #cae53ee1
 def _unique_session_ids(q: dict, report: list) -> list:
@@ -497,8 +586,10 @@ def load_longmemeval(path=None, *,
                      date_template: str = "[{date}] ",  # fields: date (as in the file), iso
                      score_abstention: bool = False) -> Benchmark:  # score `_abs` questions when they have turn gold
     "Load LongMemEval (official JSON, e.g. longmemeval_s.json) as a `Benchmark`: one bank per question's haystack."
-    file = find_data_file(path, ["longmemeval/longmemeval_s.json", "longmemeval/longmemeval_s_cleaned.json",
-                                 "longmemeval_s.json", "longmemeval_s_cleaned.json"], "LongMemEval", LONGMEMEVAL_SOURCE)
+    check_options(dict(with_date=with_date, score_abstention=score_abstention),
+                  dict(turn_template=turn_template, date_template=date_template))
+    file = find_data_file(path, LONGMEMEVAL_NAMES, "LongMemEval", LONGMEMEVAL_SOURCE,
+                          hint=", or run `earmem data download longmemeval` when online")
     data = _read_json(file, "LongMemEval")
     check_longmemeval(data, file)
     mem_rows, query_rows, report = [], [], []
@@ -509,3 +600,56 @@ def load_longmemeval(path=None, *,
                                              score_abstention, report))
     return Benchmark("longmemeval", _table(mem_rows, MEMORY_FEATURES), _table(query_rows, QUERY_FEATURES),
                      report, [], str(file))
+
+# %% ../nbs/10_data.ipynb #d1a36881
+@dataclass(frozen=True)
+class DataSource:
+    "One downloadable benchmark file: its source, its places under a data folder, and how a download is verified."
+    title: str
+    url: str
+    names: tuple  # paths under a data folder the loader looks at; the first is where a download goes
+    sha256: str | None  # pinned checksum, or None (then only the structure is checked)
+    check: Callable  # check(data, file): a ValueError unless `data` has the official structure
+    source: str  # where the official file lives, in words
+
+DATA_SOURCES = {"locomo": DataSource("LoCoMo", LOCOMO_URL, LOCOMO_NAMES, LOCOMO_SHA256, check_locomo, LOCOMO_SOURCE),
+                "longmemeval": DataSource("LongMemEval_S", LONGMEMEVAL_URL, LONGMEMEVAL_NAMES, None, check_longmemeval,
+                                          "the xiaowu0162/longmemeval data set on the Hugging Face hub, file longmemeval_s")}
+
+def _data_source(name) -> DataSource:
+    if name not in DATA_SOURCES: raise ValueError(f"name: unknown benchmark {name!r}; expected one of {sorted(DATA_SOURCES)}")
+    return DATA_SOURCES[name]
+
+def _data_folder(path) -> tuple:
+    "(root, origin) of a data folder; a ValueError when the root is a file (loaders take files, these look at folders)."
+    root, origin = data_root(path)
+    if root.is_file(): raise ValueError(f"path: {root} is a file; expected a data folder (from {origin})")
+    return root, origin
+
+def _verified(file: Path, pin: str | None) -> bool | None:
+    "Whether `file` has the pinned checksum (None when there is no pin)."
+    return None if pin is None else sha256_of(file) == pin
+
+def download_data(name: str, root=None, url: str | None = None, sha256: str | bool = True, force: bool = False,
+                  timeout: float = 60, progress: bool = True) -> dict:
+    "Fetch benchmark `name` into data folder `root`: {name, path, action ('downloaded' or 'present'), verified}."
+    src = _data_source(name)
+    check_options(dict(force=force, progress=progress), {})
+    pin = src.sha256 if sha256 is True else (sha256 or None)
+    dest = _data_folder(root)[0] / src.names[0]
+    if dest.is_file() and not force:
+        return {"name": name, "path": str(dest), "action": "present", "verified": _verified(dest, pin)}
+    url = url or src.url
+    fetch_file(url, dest, pin, lambda p: _check_json(p, url, src.title, src.check), timeout, progress)
+    return {"name": name, "path": str(dest), "action": "downloaded", "verified": True if pin else None}
+
+def data_report(path=None) -> dict:
+    "Where the benchmarks are looked up (argument > $EARMEM_DATA > default folder) and what is found there."
+    root, origin = _data_folder(path)
+    out = {"root": str(root), "origin": origin, "benchmarks": {}}
+    for name, src in DATA_SOURCES.items():
+        found, looked, _ = _locate(path, src.names)
+        out["benchmarks"][name] = {"found": str(found) if found else None, "looked": [str(p) for p in looked],
+                                   "bytes": found.stat().st_size if found else None,
+                                   "verified": _verified(found, src.sha256) if found else None}
+    return out

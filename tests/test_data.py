@@ -88,34 +88,166 @@ def test_not_utf8(tmp_path):
         load_locomo(f)
 
 
-# ---- download (no network: urlopen is replaced) ---------------------------------------------------------------------
-class _FakeResponse:
-    def __init__(self, payload): self.payload = payload
-    def read(self): return self.payload
-    def __enter__(self): return self
-    def __exit__(self, *a): return False
+# ---- download (no network here: a local HTTP server on 127.0.0.1 stands in for the sources) ----------------------
+@pytest.fixture
+def server(tmp_path):
+    "Serve tmp_path/srv over HTTP on 127.0.0.1; yields (base URL, folder)."
+    import functools, http.server, threading
+    folder = tmp_path / "srv"
+    folder.mkdir()
+    quiet = type("Quiet", (http.server.SimpleHTTPRequestHandler,), {"log_message": lambda self, *a: None})
+    handler = functools.partial(quiet, directory=str(folder))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}", folder
+    srv.shutdown()
+    srv.server_close()
 
 
-def test_download_when_missing(tmp_path, monkeypatch):
-    import urllib.request
-    calls = []
-    def fake_urlopen(url, timeout=None):
-        calls.append(url)
-        return _FakeResponse(json.dumps(tiny_locomo()).encode())
-    monkeypatch.setattr(urllib.request, "urlopen", fake_urlopen)
-    bench = load_locomo(tmp_path, download=True)
-    assert calls == [data.LOCOMO_URL] and bench.stats()["turns"] == 11
-    assert (tmp_path / "locomo" / "locomo10.json").is_file()
-    load_locomo(tmp_path, download=True)                    # present now: no second download
-    assert len(calls) == 1
+def _serve_tiny(folder) -> str:
+    body = json.dumps(tiny_locomo()).encode()
+    (folder / "locomo10.json").write_bytes(body)
+    return data.hashlib.sha256(body).hexdigest()
 
 
-def test_download_of_garbage_leaves_nothing(tmp_path, monkeypatch):
-    import urllib.request
-    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=None: _FakeResponse(b"<html>not found</html>"))
-    with pytest.raises(ValueError, match="did not return JSON"):
-        load_locomo(tmp_path, download=True)
-    assert not (tmp_path / "locomo").exists() or not any((tmp_path / "locomo").iterdir())
+def test_pinned_locomo_checksum_is_the_shared_file():
+    shared = Path("/work/shared/data/locomo/locomo10.json")
+    if not shared.is_file():
+        pytest.skip("the shared LoCoMo file is not here")
+    assert data.sha256_of(shared) == data.LOCOMO_SHA256 and shared.stat().st_size == 2_168_972
+
+
+def test_download_when_missing(tmp_path, server, monkeypatch):
+    base, folder = server
+    pin = _serve_tiny(folder)
+    monkeypatch.setattr(data, "LOCOMO_URL", f"{base}/locomo10.json")
+    monkeypatch.setattr(data, "LOCOMO_SHA256", pin)
+    monkeypatch.setattr(data, "download_locomo", lambda dest: data.fetch_file(f"{base}/locomo10.json", dest, pin, progress=False))
+    bench = load_locomo(tmp_path / "d", download=True)
+    assert bench.stats()["turns"] == 11 and (tmp_path / "d" / "locomo" / "locomo10.json").is_file()
+    (folder / "locomo10.json").unlink()                      # present now: no second download
+    assert load_locomo(tmp_path / "d", download=True).stats()["turns"] == 11
+
+
+def test_download_data_verifies_and_is_atomic(tmp_path, server):
+    base, folder = server
+    pin = _serve_tiny(folder)
+    got = data.download_data("locomo", tmp_path / "d", url=f"{base}/locomo10.json", sha256=pin, progress=False)
+    assert got == {"name": "locomo", "path": str(tmp_path / "d" / "locomo" / "locomo10.json"), "action": "downloaded",
+                   "verified": True}
+    assert data.sha256_of(got["path"]) == pin
+    again = data.download_data("locomo", tmp_path / "d", url=f"{base}/locomo10.json", sha256=pin, progress=False)
+    assert again["action"] == "present" and again["verified"] is True
+    with pytest.raises(ValueError, match="sha256: .* expected 0{64}"):
+        data.download_data("locomo", tmp_path / "e", url=f"{base}/locomo10.json", sha256="0" * 64, progress=False)
+    assert not (tmp_path / "e").exists()                 # no partial or wrong file left behind, nor a folder made for it
+
+
+def test_download_of_garbage_leaves_nothing(tmp_path, server):
+    base, folder = server
+    (folder / "page.html").write_text("<html>not found</html>")
+    with pytest.raises(ValueError, match="did not return LoCoMo JSON"):
+        data.download_locomo(tmp_path / "x.json", url=f"{base}/page.html", sha256=False)
+    with pytest.raises(ValueError, match="sha256:"):                      # the pinned checksum catches it first
+        data.download_locomo(tmp_path / "x.json", url=f"{base}/page.html")
+    assert list(tmp_path.glob("*x.json*")) == []
+
+
+def test_download_longmemeval_checks_the_structure(tmp_path, server):
+    base, folder = server
+    (folder / "longmemeval_s").write_text(json.dumps(tiny_longmemeval()))
+    _serve_tiny(folder)
+    got = data.download_data("longmemeval", tmp_path, url=f"{base}/longmemeval_s", progress=False)
+    assert got["verified"] is None and load_longmemeval(tmp_path).stats()["queries"] == 3
+    with pytest.raises(ValueError, match="not in the LongMemEval format"):
+        data.download_data("longmemeval", tmp_path / "b", url=f"{base}/locomo10.json", progress=False)
+
+
+def test_offline_is_one_sentence(tmp_path, server):
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()                                                              # nothing listens there now
+    with pytest.raises(data.DownloadError) as e:
+        data.download_data("locomo", tmp_path, url=f"http://127.0.0.1:{port}/locomo10.json", progress=False, timeout=5)
+    msg = str(e.value)
+    assert msg.startswith(f"url: cannot reach http://127.0.0.1:{port}/locomo10.json") and "offline" in msg and "\n" not in msg
+    base, _ = server
+    with pytest.raises(data.DownloadError, match="HTTP 404"):
+        data.download_data("locomo", tmp_path, url=f"{base}/nothing.json", progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["srv"]
+
+
+def test_official_sources():
+    assert data.DATA_SOURCES["locomo"].url == "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json"
+    assert data.DATA_SOURCES["longmemeval"].url == \
+        "https://huggingface.co/datasets/xiaowu0162/longmemeval/resolve/main/longmemeval_s"
+    assert data.DATA_SOURCES["locomo"].names[0] == "locomo/locomo10.json"
+    with pytest.raises(ValueError, match="name: unknown benchmark 'mmlu'"):
+        data.download_data("mmlu")
+
+
+def test_data_report(locomo_dir, monkeypatch, tmp_path):
+    rep = data.data_report(locomo_dir)
+    assert rep["root"] == str(locomo_dir) and rep["origin"] == "the path argument"
+    lo = rep["benchmarks"]["locomo"]
+    assert lo["found"] == str(locomo_dir / "locomo" / "locomo10.json") and lo["verified"] is False and lo["bytes"] > 0
+    assert rep["benchmarks"]["longmemeval"]["found"] is None
+    assert rep["benchmarks"]["longmemeval"]["looked"][0] == str(locomo_dir / "longmemeval" / "longmemeval_s.json")
+    monkeypatch.setenv("EARMEM_DATA", str(tmp_path))
+    assert data.data_report()["origin"] == "$EARMEM_DATA"
+    monkeypatch.delenv("EARMEM_DATA")
+    monkeypatch.setenv("EARMEM_CACHE", str(tmp_path / "cache"))
+    rep = data.data_report()
+    assert rep["root"] == str(tmp_path / "cache" / "data") and rep["origin"].startswith("the default data folder")
+
+
+# ---- typed fields and options (a string "false" is not a boolean) --------------------------------------------------
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda d: d[0]["haystack_sessions"][0][0].__setitem__("has_answer", "false"), "turn 0 field has_answer is 'false'"),
+    (lambda d: d[0]["haystack_sessions"][0][0].__setitem__("has_answer", 1), "field has_answer is 1"),
+    (lambda d: d[1].__setitem__("question", 7), "field question is a int, expected str"),
+    (lambda d: d[1].__setitem__("question_type", ["x"]), "field question_type is a list"),
+    (lambda d: d[0].__setitem__("answer_session_ids", "s1"), "field answer_session_ids is a str"),
+])
+def test_longmemeval_field_types(tmp_path, mutate, expected):
+    d = tiny_longmemeval()
+    mutate(d)
+    f = tmp_path / "longmemeval_s.json"
+    f.write_text(json.dumps(d))
+    with pytest.raises(ValueError) as e:
+        load_longmemeval(f)
+    assert str(e.value).startswith(f"path: {f} is not in the LongMemEval format") and expected in str(e.value)
+
+
+def test_locomo_field_types(tmp_path):
+    d = tiny_locomo()
+    d[0]["conversation"]["session_1_date_time"] = 20230508
+    f = tmp_path / "locomo10.json"
+    f.write_text(json.dumps(d))
+    with pytest.raises(ValueError, match="field session_1_date_time is not a string") as e:
+        load_locomo(f)
+    assert str(e.value).startswith(f"path: {f}")
+    d = tiny_locomo()
+    d[0]["qa"][0]["category"] = True
+    f.write_text(json.dumps(d))
+    with pytest.raises(ValueError, match=r"qa\[0\] has no integer category"):
+        load_locomo(f)
+
+
+@pytest.mark.parametrize("loader, kw, expected", [
+    (load_locomo, {"include_adversarial": "false"}, "include_adversarial: expected True or False, got 'false'"),
+    (load_locomo, {"with_observations": 0}, "with_observations: expected True or False, got 0"),
+    (load_locomo, {"download": "yes"}, "download: expected True or False"),
+    (load_locomo, {"turn_template": 3}, "turn_template: expected a template string"),
+    (load_longmemeval, {"score_abstention": "true"}, "score_abstention: expected True or False"),
+    (load_longmemeval, {"date_template": None}, "date_template: expected a template string"),
+])
+def test_loader_options_are_typed(locomo_dir, loader, kw, expected):
+    with pytest.raises(TypeError) as e:
+        loader(locomo_dir, **kw)
+    assert str(e.value).startswith(expected)
 
 
 # ---- evidence clean-up ------------------------------------------------------------------------------------------------

@@ -397,7 +397,7 @@ def test_memory_cli_round_trip(tmp_path, capsys):
 
 def test_memory_cli_registers_in_a_parent_parser():
     import argparse
-    from earmem.cli import add_memory_parser, run_memory_command
+    from earmem.commands import add_memory_parser, run_memory_command
     parser = argparse.ArgumentParser(prog="earmem")
     add_memory_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["memory", "stats", "--store", "nowhere-xyz"])

@@ -111,9 +111,9 @@ class PostgresBackend:
 
     def __repr__(self): return f"PostgresBackend({_redact(self.url)!r}, dim={self.dim}, namespace={self.namespace!r}, schema={self.schema!r})"
 
-    def _q(self, sql: str, params=()):
-        "Run `sql` with `{s}` as the schema; returns the cursor."
-        return self.db.execute(sql.format(s=self.schema), params)
+    def _q(self, sql: str, params=(), binary: bool = False):
+        "Run `sql` with `{s}` as the schema; returns the cursor (binary: rows in binary format, for vectors)."
+        return self.db.cursor(binary=binary).execute(sql.format(s=self.schema), params)
 
     def _meta(self, key: str) -> str:
         return self._q("SELECT value FROM {s}.meta WHERE namespace=%s AND key=%s", (self.namespace, key)).fetchone()[0]
@@ -409,11 +409,11 @@ def _where(self: PostgresBackend, kinds=None, entities=None, since=None, until=N
 def _nearest(self: PostgresBackend, q: np.ndarray, K: int, where: str, params: list) -> list:
     "(seq, row in COLUMNS order) of the (approximately) K nearest rows by inner product that satisfy `where`."
     sql = f"SELECT seq, {_SELECT} FROM {{s}}.memories WHERE {where} ORDER BY embedding <#> %s LIMIT %s"
-    if K <= self.ef_search: got = self._q(sql, (*params, q, int(K))).fetchall()
+    if K <= self.ef_search: got = self._q(sql, (*params, q, int(K)), binary=True).fetchall()
     else:  # HNSW returns at most ef_search rows: widen it for this query only
         with self.db.transaction():
             self.db.execute(f"SET LOCAL hnsw.ef_search = {min(int(K), 1000)}")
-            got = self._q(sql, (*params, q, int(K))).fetchall()
+            got = self._q(sql, (*params, q, int(K)), binary=True).fetchall()
     return [(r[0], (*r[1:14], r[14].to_numpy().astype(np.float32).tobytes())) for r in got]
 
 @patch
@@ -455,7 +455,7 @@ def near_duplicates(self: PostgresBackend, kinds: list, V: np.ndarray, thr: floa
     found, cursors = [], []
     with self.db.pipeline():
         for kind, v in zip(kinds, V):
-            cur = self.db.cursor(); cursors.append(cur)
+            cur = self.db.cursor(binary=True); cursors.append(cur)
             cur.execute(sql, (self.namespace, kind, list(exclude), v, DEDUPE_NEIGHBOURS))
     for cur in cursors:
         found += [(r[0], (*r[1:14], r[14].to_numpy().astype(np.float32).tobytes())) for r in cur.fetchall()]

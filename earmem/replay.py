@@ -14,12 +14,12 @@ from fastcore.basics import patch
 from .core import (Candidates, atomic_write, atomic_write_json, check_choice, check_int, check_labels, check_matrix,
                          check_positive_int, check_positive_number, unit_rows)
 from .adapter import ResidualAdapter, ranking_loss, top_s
-from .explorer import Explorer, ExplorerConfig
+from .explorer import Explorer, ExplorerConfig, exploit_slate
 
 # %% auto #0
-__all__ = ['SAMPLING', 'UNOBSERVED', 'TRAIN_SLATES', 'aggregate_feedback', 'binary_rewards', 'Experience', 'ExperienceBuffer',
-           'gumbel_slate', 'stack_experiences', 'fused_logits', 'replay_loss', 'EARConfig', 'EAR', 'rl_config',
-           'RLUpdate']
+__all__ = ['SAMPLING', 'UNOBSERVED', 'TRAIN_SLATES', 'BUDGET_MODES', 'BUDGET_RULES', 'aggregate_feedback', 'binary_rewards',
+           'Experience', 'ExperienceBuffer', 'gumbel_slate', 'stack_experiences', 'fused_logits', 'replay_loss',
+           'EARConfig', 'EAR', 'rl_config', 'RLUpdate']
 
 # %% ../nbs/04_replay.ipynb #e582e51f
 def aggregate_feedback(K: int, slates: Sequence, labels: Sequence) -> tuple:
@@ -254,6 +254,26 @@ def select(self: EAR, cands: Candidates, s: int | None = None, explore: bool = F
     if not explore: return top_s(self.scores(cands), s)
     if critic is None: raise ValueError("critic: Explorer-assisted inference (explore=True) needs a critic")
     return self.explorer(cands, critic).final_slate(rule)
+
+# %% ../nbs/04_replay.ipynb #97863975
+BUDGET_MODES, BUDGET_RULES = ("explore", "plain"), ("cited", "exploit")
+
+@patch
+def judged_slate(self: EAR, cands: Candidates, critic, T: int, mode: str = "explore", rule: str = "cited",
+                 s: int | None = None) -> np.ndarray:
+    "Final slate after `T` critic calls: Explorer rounds or the plain top-T·s judged; 'cited'-first or 'exploit' rule."
+    check_choice(mode, "mode", BUDGET_MODES); check_choice(rule, "rule", BUDGET_RULES); check_positive_int(T, "T")
+    s = min(s or self.config.s, len(cands))
+    z = self.scores(cands)
+    if mode == "explore":
+        ex = self.explorer(cands, critic, T)
+        observed, ybar = ex.observed, ex.aggregated
+    else:
+        order = top_s(z, min(T * s, len(z)))
+        slates = [order[i:i + s] for i in range(0, len(order), s)]
+        observed, ybar = aggregate_feedback(len(z), slates, [self._judge(critic, cands, sl) for sl in slates])
+    if rule == "cited": ybar = np.where(ybar > 0, 1.0, 0.0)
+    return exploit_slate(ybar, observed, z, s)
 
 # %% ../nbs/04_replay.ipynb #8b30a4d5
 @patch

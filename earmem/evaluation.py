@@ -25,7 +25,7 @@ __all__ = ['METHODS', 'register_method', 'PRESETS', 'BENCHMARKS', 'TRAININGS', '
            'prepare_benchmark', 'reproduce', 'format_table', 'Training', 'Variant', 'CriticSettings', 'make_config',
            'train_learner', 'infer', 'trained', 'run_variant', 'reproduce_paper', 'on_dev', 'format_paper_tables',
            'parse_methods', 'parse_overrides', 'reproduce_tables', 'format_tables_report', 'plot_tables',
-           'conversation_folds', 'fold_view', 'reproduce_folds', 'format_folds_report']
+           'format_retriever_table', 'conversation_folds', 'fold_view', 'reproduce_folds', 'format_folds_report']
 
 # %% ../nbs/11_evaluation.ipynb #1873eee9
 @dataclass
@@ -410,6 +410,7 @@ def train_learner(prep: Prepared, training: str, seed: int = 0, k: int = 5, over
                      "critic_calls": learner.critic_calls, "seconds": round(sec, 3),
                      "queries_per_second": round(len(order) / max(sec, 1e-9), 1)}
 
+# %% ../nbs/11_evaluation.ipynb #b6b24228
 def infer(prep: Prepared, learner: EAR | None, inference: str, k: int = 5, seed: int = 0,
           feedback: CriticSettings | None = None, overrides: dict | None = None) -> tuple:
     "Rankings of the test queries by `inference` ('adapter', 'explore', 'explore-last', 'explore@T', 'plain@T')."
@@ -603,6 +604,7 @@ def parse_overrides(pairs: Sequence[str]) -> dict:
     EARConfig(**out)                       # validate now, with the config's own messages
     return out
 
+# %% ../nbs/11_evaluation.ipynb #9808b6b9
 def reproduce_tables(benchmark: str = "locomo", methods: str | Sequence[str] = "all", seeds: int = 3, split: str = "test",
                      encoder: str | Encoder | None = None, k: int = 5, K: int = 20, test_size: float = 0.2,
                      split_seed: int = 0, data=None, jobs: int = 1, overrides: dict | None = None,
@@ -659,6 +661,21 @@ def plot_tables(report: dict, path: str | Path) -> Path:
     buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=120); plt.close(fig)
     atomic_write(path, buf.getvalue())
     return Path(path)
+
+# %% ../nbs/11_evaluation.ipynb #d34c4bc0
+def format_retriever_table(reports: dict) -> str:
+    "Reports {retriever: reproduce_tables report} side by side: dev and test Recall (mean ± std) per method."
+    first = next(iter(reports.values()))
+    k, names = first["config"]["k"], list(first["paper"]["methods"])
+    def cell(rep, part, n):
+        m = (rep.get(part) or {}).get("methods", {}).get(n)
+        return f"{m['recall'][0]:5.1f} ± {m['recall'][1]:3.1f}" if m else f"{'–':>11}"
+    head = "".join(f"{r + ' dev':>14}{r + ' test':>14}" for r in reports)
+    lines = [f"Recall@{k} (%) by retriever, dev and test parts", f"{'method':<56}{head}", "-" * (56 + len(head))]
+    for n in names:
+        lines.append(f"{VARIANTS[n].label:<56}" + "".join(f"{cell(r, 'dev', n):>14}{cell(r, 'paper', n):>14}"
+                                                         for r in reports.values()))
+    return "\n".join(lines)
 
 # %% ../nbs/11_evaluation.ipynb #bce40a8c
 def conversation_folds(queries: Sequence[Query], folds: int = 5) -> list:

@@ -354,7 +354,10 @@ def _buffer_tensors(buffer: ExperienceBuffer) -> dict:
     Q, M, valid, obs, _ = stack_experiences(buffer.items)
     ybar = np.zeros(valid.shape, np.float32)
     for b, e in enumerate(buffer.items): ybar[b, :len(e.ybar)] = e.ybar
-    return {"q": Q, "memories": M, "valid": valid.astype(np.uint8), "observed": obs.astype(np.uint8), "ybar": ybar}
+    out = {"q": Q, "memories": M, "valid": valid.astype(np.uint8), "observed": obs.astype(np.uint8), "ybar": ybar}
+    base, scale = _stack_bases(buffer.items, valid.shape[1])
+    if base is not None: out.update(base=base.numpy(), scale=scale.numpy())     # experiences of hybrid candidates
+    return out
 
 def _ear_meta(ear: EAR, param_groups: list) -> dict:
     "What `ear.json` holds: class, configuration, counters, the numpy generator state and the buffer's index."
@@ -416,8 +419,9 @@ def _load_buffer(ear: EAR, folder: Path, index: dict):
     if not (folder / "buffer.safetensors").exists(): return
     bt = load_np((folder / "buffer.safetensors").read_bytes())
     for b, (qid, K) in enumerate(zip(index["query_ids"], index["K"])):
+        hy = ("base" in bt) and (bt["base"][b, :K].astype(np.float64), float(bt["scale"][b]))
         ear.buffer.add(Experience(bt["q"][b], bt["memories"][b, :K], bt["observed"][b, :K].astype(bool),
-                                  bt["ybar"][b, :K].astype(np.float64), qid))
+                                  bt["ybar"][b, :K].astype(np.float64), qid, *(hy or ())))
 
 @patch(cls_method=True)
 def load(cls: EAR, folder: str | Path) -> EAR:

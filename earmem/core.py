@@ -270,6 +270,7 @@ def _encode_in_chunks(self: Encoder, missing: list, role: str, progress: bool | 
     show = (self.progress and len(missing) > self.batch_size) if progress is None else bool(progress)
     todo = sorted(missing, key=lambda kt: len(kt[1]))          # length buckets: similar lengths share a batch
     step = self.batch_size * 16
+    self._load()                                                # the rate measures encoding, not model loading
     out, t0 = {}, time.perf_counter()
     with tqdm(total=len(todo), desc=f"encoding {role}s", unit="text", disable=not show, leave=False) as bar:
         for i in range(0, len(todo), step):

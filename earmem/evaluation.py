@@ -265,7 +265,8 @@ def reproduce(benchmark: str = "locomo", method: str = "retriever", split: str =
     run = run_method(prep, method, k=k, seed=seed, progress=progress)
     return {"benchmark": benchmark, "title": title, "method": method,
             "config": {"split": split, "k": k, "K": K, "seed": seed, "test_size": test_size if split == "test" else None,
-                       "encoder": enc.model_id, "data": prep.bench.source, "preset": preset, "retriever": prep.retriever},
+                       "encoder": enc.model_id, "data": prep.bench.source},
+            "protocol": {"preset": preset, "retriever": prep.retriever, "dev_queries": len(prep.dev)},
             **_prepared_facts(prep), "results": run["results"], "table": _percent_table(run["results"], k),
             **_stamp(prep, t0, method=round(run["seconds"], 3))}
 

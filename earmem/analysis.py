@@ -15,7 +15,7 @@ from .adapter import ResidualAdapter
 from .replay import EAR
 from .critic import CitationSimulator
 from .data import LOCOMO_CATEGORIES
-from .evaluation import (Prepared, CriticSettings, Registry, TRAININGS, make_config, prepare_benchmark,
+from .evaluation import (PRESETS, Prepared, CriticSettings, Registry, TRAININGS, make_config, prepare_benchmark,
                                retrieve_candidates, train_learner)
 
 # %% auto #0
@@ -596,7 +596,8 @@ def latency(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedba
 def run_analyses(benchmark: str, names: Sequence[str], seeds: int = 3, encoder: str | Encoder | None = None, k: int = 5,
                  K: int = 20, test_size: float = 0.2, split_seed: int = 0, data=None, jobs: int = 1,
                  overrides: dict | None = None, feedback: CriticSettings | None = None, out_dir: str | Path = "results",
-                 progress: bool = True, log: Callable | None = None) -> dict:
+                 progress: bool = True, log: Callable | None = None, retriever: str | None = None,
+                 preset: str = "paper") -> dict:
     "Prepare `benchmark` once (k: slate size and Recall@k cut-off, K: candidates) and run the named analyses: {name: report}."
     names = list(ANALYSES) if list(names) == ["all"] else list(names)
     unknown = [n for n in names if n not in ANALYSES]
@@ -604,7 +605,9 @@ def run_analyses(benchmark: str, names: Sequence[str], seeds: int = 3, encoder: 
     k, K = check_positive_int(k, "k"), check_positive_int(K, "K")
     seeds, jobs = check_positive_int(seeds, "seeds"), check_positive_int(jobs, "jobs")
     say = log or (lambda msg: None)
-    prep, _ = prepare_benchmark(benchmark, encoder, data, K, "test", test_size, split_seed, progress, say)
+    prep, _ = prepare_benchmark(benchmark, encoder, data, K, "test", test_size, split_seed, progress, say, retriever, preset)
+    pr = PRESETS[preset]
+    overrides = {**(pr.overrides if prep.retriever == pr.retriever else {}), **(overrides or {})}
     out = {}
     for n in names:
         say(f"analysis {n}")

@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #d1711868
 from __future__ import annotations
-import hashlib, os, sqlite3, threading
+import hashlib, os, re, sqlite3, threading, time, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -12,10 +12,12 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int', 'check_positive_int', 'check_number',
-           'check_positive_number', 'check_probability', 'check_choice', 'atomic_write', 'atomic_write_json',
-           'default_cache_dir', 'EmbeddingCache', 'Encoder', 'check_matrix', 'unit_rows', 'top_k', 'Candidates',
-           'MemoryBank', 'recall_at_k', 'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query', 'evaluate']
+__all__ = ['DEFAULT_MODEL', 'RETRIEVERS', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int', 'check_positive_int',
+           'check_number', 'check_positive_number', 'check_probability', 'check_choice', 'atomic_write',
+           'atomic_write_json', 'default_cache_dir', 'EmbeddingCache', 'Encoder', 'encoding_eta', 'check_matrix',
+           'unit_rows', 'top_k', 'Candidates', 'MemoryBank', 'zscore', 'neighbour_smooth', 'lexical_tokens',
+           'DenseRetriever', 'LexicalRetriever', 'HybridRetriever', 'make_retriever', 'recall_at_k', 'hit_at_k', 'mrr',
+           'ndcg_at_k', 'score_query', 'evaluate']
 
 # %% ../nbs/00_core.ipynb #d789979b
 @dataclass
@@ -214,6 +216,7 @@ class Encoder:
         self._model, self._dim = None, None
         self.cache = EmbeddingCache(Path(cache_dir or default_cache_dir() / "embeddings") / "embeddings.sqlite") if cache else None
         self.calls = 0  # texts actually sent through the model (cache misses)
+        self.rate = None  # texts per second of the last encoding run (None before any)
 
     def __repr__(self): return f"Encoder({self.model_id!r}, dim={self._dim})"
 
@@ -261,6 +264,31 @@ def _encode_missing(self: Encoder, todo: list, role: str, progress: bool | None)
 
 # %% ../nbs/00_core.ipynb #3bc48946
 @patch
+def _encode_in_chunks(self: Encoder, missing: list, role: str, progress: bool | None) -> dict:
+    "Encode (key, text) pairs in length-sorted chunks, caching every chunk as it is done: {key: vector}."
+    from tqdm.auto import tqdm
+    show = (self.progress and len(missing) > self.batch_size) if progress is None else bool(progress)
+    todo = sorted(missing, key=lambda kt: len(kt[1]))          # length buckets: similar lengths share a batch
+    step = self.batch_size * 16
+    self._load()                                                # the rate measures encoding, not model loading
+    out, t0 = {}, time.perf_counter()
+    with tqdm(total=len(todo), desc=f"encoding {role}s", unit="text", disable=not show, leave=False) as bar:
+        for i in range(0, len(todo), step):
+            part = todo[i:i + step]
+            new = dict(zip([k for k, _ in part], self._encode_missing([t for _, t in part], role, False)))
+            if self.cache is not None: self.cache.put(self.model_id, new)     # resumable: done chunks are on disk
+            out.update(new); bar.update(len(part))
+    self.rate = len(todo) / max(time.perf_counter() - t0, 1e-9)
+    if show: print(f"encoded {len(todo)} {role}s at {self.rate:.0f} texts/s ({self.model_id})")
+    return out
+
+def encoding_eta(n_texts: int, rate: float) -> str:
+    "How long `n_texts` take at `rate` texts per second, as 'h:mm:ss'."
+    sec = int(round(check_int(n_texts, "n_texts", low=0) / check_positive_number(rate, "rate")))
+    return f"{sec // 3600}:{sec // 60 % 60:02d}:{sec % 60:02d}"
+
+# %% ../nbs/00_core.ipynb #7a88f669
+@patch
 def encode(self: Encoder, texts: Sequence[str], role: str = "document", progress: bool | None = None) -> np.ndarray:
     "Encode `texts` as `role` ('query' or 'document'): an (n, d) float32 array of unit vectors."
     check_choice(role, "role", ("query", "document"))
@@ -269,10 +297,7 @@ def encode(self: Encoder, texts: Sequence[str], role: str = "document", progress
     keys = [_text_key(role, t) for t in texts]
     got = self.cache.get(self.model_id, keys) if self.cache is not None else {}
     missing = sorted({k: t for k, t in zip(keys, texts) if k not in got}.items())
-    if missing:
-        new = dict(zip([k for k, _ in missing], self._encode_missing([t for _, t in missing], role, progress)))
-        if self.cache is not None: self.cache.put(self.model_id, new)
-        got.update(new)
+    if missing: got.update(self._encode_in_chunks(missing, role, progress))
     out = np.stack([got[k] for k in keys]).astype(np.float32)
     self._dim = out.shape[1]
     out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
@@ -331,7 +356,9 @@ class Candidates:
     q: np.ndarray  # (d,) frozen query embedding
     memories: list  # K Memory objects, retriever order
     embeddings: np.ndarray  # (K, d) frozen memory embeddings
-    scores: np.ndarray  # (K,) cosine similarities
+    scores: np.ndarray  # (K,) the retriever's scores (cosine similarities for the dense retriever)
+    base: np.ndarray | None = None  # (K,) frozen fused score a learner adds its adapter's change to (None: dense)
+    scale: float = 1.0  # weight of the adapter's cosine change q̃ᵀm̃ − qᵀm inside that fused score
 
     @property
     def ids(self) -> list: return [m.id for m in self.memories]
@@ -366,6 +393,119 @@ class MemoryBank:
         q = check_matrix(np.atleast_2d(q), "q", dim=self.dim)[0]
         idx, sc = top_k(q, self.embeddings, k)
         return Candidates(query, unit_rows(q), [self.memories[i] for i in idx], self.embeddings[idx], sc)
+
+# %% ../nbs/00_core.ipynb #a20bc309
+def zscore(x) -> np.ndarray:
+    "`(x − mean) / std` over all entries (a constant vector gives zeros)."
+    x = np.asarray(x, np.float64)
+    sd = x.std()
+    return (x - x.mean()) / sd if sd > 0 else np.zeros_like(x)
+
+def neighbour_smooth(score, groups, beta: float) -> np.ndarray:
+    "`score_i + beta · max(score_{i−1}, score_{i+1})`, neighbours only within the same group (session), bank order."
+    s, g = np.asarray(score, np.float64), np.asarray(groups)
+    if beta == 0 or len(s) < 2: return s.copy()
+    same = g[1:] == g[:-1]                       # i and i+1 are in the same group
+    left = np.r_[-np.inf, np.where(same, s[:-1], -np.inf)]
+    right = np.r_[np.where(same, s[1:], -np.inf), -np.inf]
+    nb = np.maximum(left, right)
+    return s + beta * np.where(np.isfinite(nb), nb, s.min())
+
+# %% ../nbs/00_core.ipynb #8fcadebf
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+_STEMMER = []
+
+def _stemmer():
+    "The English Snowball stemmer of PyStemmer, or None (with one warning) when it is not installed."
+    if not _STEMMER:
+        try:
+            import Stemmer
+            _STEMMER.append(Stemmer.Stemmer("english"))
+        except ImportError:
+            warnings.warn("PyStemmer is not installed: BM25 runs without stemming (pip install PyStemmer)")
+            _STEMMER.append(None)
+    return _STEMMER[0]
+
+def lexical_tokens(text: str, stem: bool = True) -> list:
+    "BM25 tokens of `text`: lower-case words (≥ 2 characters) without English stopwords, Snowball-stemmed when `stem`."
+    from bm25s.stopwords import STOPWORDS_EN
+    toks = [t for t in _WORD.findall(text.lower()) if t not in STOPWORDS_EN]
+    st = _stemmer() if stem else None
+    return st.stemWords(toks) if st is not None else toks
+
+# %% ../nbs/00_core.ipynb #9cfaf735
+def _candidates_from(bank: MemoryBank, q, scores: np.ndarray, k: int, query: Query | None, scale: float | None = None) -> Candidates:
+    "The top-`k` of full-bank `scores` as Candidates; with `scale`, the scores are also the learner's `base`."
+    check_positive_int(k, "k")
+    if k > len(bank): raise ValueError(f"k: asked for the top {k} of a memory bank with only {len(bank)} memories")
+    idx = _top_k_row(np.asarray(scores, np.float64), k)
+    q = unit_rows(check_matrix(np.atleast_2d(q), "q", dim=bank.dim)[0])
+    base = None if scale is None else np.asarray(scores, np.float64)[idx]
+    return Candidates(query, q, [bank.memories[i] for i in idx], bank.embeddings[idx], np.asarray(scores)[idx],
+                      base, 1.0 if scale is None else float(scale))
+
+class DenseRetriever:
+    "Eq. 1 over one bank: cosine similarity of the frozen embeddings."
+    name = "dense"
+    def __init__(self, bank: MemoryBank): self.bank = bank
+    def bank_scores(self, q, text: str = "") -> np.ndarray: return self.bank.embeddings @ np.asarray(q, np.float32)
+    def candidates(self, q, k: int, query: Query | None = None) -> Candidates:
+        "Top-`k` candidates by cosine (the same as `MemoryBank.candidates`)."
+        return self.bank.candidates(q, k, query)
+
+# %% ../nbs/00_core.ipynb #88afebbb
+class LexicalRetriever:
+    "BM25 (bm25s, Lucene variant) over the memories of one bank: English stopwords removed, Snowball stems."
+    name = "bm25"
+    def __init__(self, bank: MemoryBank, k1: float = 1.5, b: float = 0.75, stem: bool = True):
+        try: import bm25s
+        except ImportError as e: raise ImportError("the bm25 and hybrid retrievers need bm25s: pip install bm25s") from e
+        self.bank, self.stem = bank, bool(stem) and _stemmer() is not None
+        docs = [lexical_tokens(m.text, self.stem) or ["<empty>"] for m in bank.memories]
+        self.index = bm25s.BM25(k1=check_positive_number(k1, "k1"), b=check_probability(b, "b"), method="lucene")
+        self.index.index(docs, show_progress=False)
+        self.vocabulary = set(self.index.vocab_dict)
+
+    def bank_scores(self, q=None, text: str = "") -> np.ndarray:
+        "BM25 score of every memory of the bank for query `text` (`q` is ignored)."
+        toks = [t for t in lexical_tokens(text, self.stem) if t in self.vocabulary]
+        return np.asarray(self.index.get_scores(toks), np.float64) if toks else np.zeros(len(self.bank))
+
+    def candidates(self, q, k: int, query: Query | None = None, text: str | None = None) -> Candidates:
+        "Top-`k` candidates by BM25 of `text` (default: `query.text`); `q` is still the frozen query embedding."
+        text = query.text if text is None and query is not None else text or ""
+        return _candidates_from(self.bank, q, self.bank_scores(q, text), k, query)
+
+# %% ../nbs/00_core.ipynb #966b32ae
+class HybridRetriever:
+    "z-score fusion of the dense and BM25 scores over one bank, with optional neighbour-turn smoothing."
+    name = "hybrid"
+    def __init__(self, bank: MemoryBank, w: float = 0.3, beta: float = 0.3, lexical: LexicalRetriever | None = None,
+                 **bm25_options):
+        self.bank, self.w, self.beta = bank, check_probability(w, "w"), check_number(beta, "beta", low=0)
+        self.lexical = lexical if lexical is not None else LexicalRetriever(bank, **bm25_options)
+        self.groups = np.array([str(m.metadata.get("session")) for m in bank.memories])
+
+    def fused(self, q, text: str) -> tuple:
+        "(full-bank fused score, std of the cosines) for one query."
+        cos = self.bank.embeddings @ np.asarray(q, np.float32)
+        f = (1 - self.w) * zscore(cos) + self.w * zscore(self.lexical.bank_scores(q, text))
+        return neighbour_smooth(f, self.groups, self.beta), float(cos.std())
+
+    def bank_scores(self, q, text: str = "") -> np.ndarray: return self.fused(q, text)[0]
+
+    def candidates(self, q, k: int, query: Query | None = None, text: str | None = None) -> Candidates:
+        "Top-`k` by fused score; `base` = the fused scores, `scale` = (1 − w)/σ(cos) for a learner on top."
+        text = query.text if text is None and query is not None else text or ""
+        f, sd = self.fused(np.asarray(q, np.float32).ravel(), text)
+        return _candidates_from(self.bank, q, f, k, query, scale=(1 - self.w) / max(sd, 1e-9))
+
+# %% ../nbs/00_core.ipynb #721a944f
+RETRIEVERS = {"dense": DenseRetriever, "bm25": LexicalRetriever, "hybrid": HybridRetriever}
+
+def make_retriever(name: str, bank: MemoryBank, **options):
+    "The retriever `name` ('dense', 'bm25' or 'hybrid') over `bank`, with its `options` (e.g. w, beta, k1, b, stem)."
+    return RETRIEVERS[check_choice(name, "retriever", tuple(RETRIEVERS))](bank, **options)
 
 # %% ../nbs/00_core.ipynb #cf1d4fb8
 def _gold_set(gold) -> set:

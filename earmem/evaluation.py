@@ -5,25 +5,27 @@
 # %% ../nbs/11_evaluation.ipynb #e4f26a42
 from __future__ import annotations
 import io, json, time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 from . import __version__
 from fastcore.basics import patch
-from .core import Encoder, Candidates, Query, atomic_write, check_positive_int, evaluate, top_k
+from .core import (Encoder, Candidates, Query, RETRIEVERS, atomic_write, check_choice, check_positive_int,
+                         check_probability, evaluate, make_retriever, top_k)
 from .data import Benchmark, load_locomo, load_longmemeval, LOCOMO_CATEGORIES
 from .replay import EAR, EARConfig, rl_config
 from .critic import CitationSimulator
 
 # %% auto #0
-__all__ = ['METHODS', 'register_method', 'BENCHMARKS', 'TRAININGS', 'VARIANTS', 'TABLE2', 'TABLE3', 'METHOD_GROUPS', 'Prepared',
-           'check_bank_sizes', 'retrieve_candidates', 'prepare', 'prepare_locomo', 'prepare_longmemeval', 'Registry',
-           'only_retriever', 'run_method', 'prepare_benchmark', 'reproduce', 'format_table', 'Training', 'Variant',
-           'CriticSettings', 'make_config', 'train_learner', 'infer', 'trained', 'run_variant', 'reproduce_paper',
-           'format_paper_tables', 'parse_methods', 'parse_overrides', 'reproduce_tables', 'format_tables_report',
-           'plot_tables']
+__all__ = ['METHODS', 'register_method', 'PRESETS', 'BENCHMARKS', 'TRAININGS', 'VARIANTS', 'BUDGETS', 'TABLE2', 'TABLE3',
+           'METHOD_GROUPS', 'Prepared', 'check_bank_sizes', 'retrieve_candidates', 'carve_dev', 'prepare',
+           'prepare_locomo', 'prepare_longmemeval', 'Registry', 'only_retriever', 'run_method', 'Preset',
+           'prepare_benchmark', 'reproduce', 'format_table', 'Training', 'Variant', 'CriticSettings', 'make_config',
+           'train_learner', 'infer', 'trained', 'run_variant', 'reproduce_paper', 'on_dev', 'format_paper_tables',
+           'parse_methods', 'parse_overrides', 'reproduce_tables', 'format_tables_report', 'plot_tables',
+           'format_retriever_table', 'conversation_folds', 'fold_view', 'reproduce_folds', 'format_folds_report']
 
 # %% ../nbs/11_evaluation.ipynb #1873eee9
 @dataclass
@@ -42,10 +44,14 @@ class Prepared:
     candidates: dict  # query id → Candidates (top-K of its bank, Eq. 1), train and test
     unscored: list = field(default_factory=list)  # ids of evaluation-part queries without gold (not scored)
     timings: dict = field(default_factory=dict)  # seconds per step
+    dev: list = field(default_factory=list)  # dev queries carved out of the training part (empty: no dev split)
+    retriever: str = "dense"  # which retriever produced `candidates` ('dense', 'bm25', 'hybrid')
 
     def __repr__(self):
-        return (f"Prepared({self.bench.name!r}, split={self.split!r}, {len(self.train)} train / {len(self.test)} test "
-                f"queries, {len(self.banks)} banks, K={self.K}, encoder={self.encoder.model_id!r})")
+        dev = f" / {len(self.dev)} dev" if self.dev else ""
+        return (f"Prepared({self.bench.name!r}, split={self.split!r}, {len(self.train)} train{dev} / {len(self.test)} test "
+                f"queries, {len(self.banks)} banks, K={self.K}, retriever={self.retriever!r}, "
+                f"encoder={self.encoder.model_id!r})")
 
 # %% ../nbs/11_evaluation.ipynb #2a84f5e7
 def check_bank_sizes(queries: Sequence[Query], sizes: dict, K: int) -> int:
@@ -61,14 +67,20 @@ def check_bank_sizes(queries: Sequence[Query], sizes: dict, K: int) -> int:
                          f"(use --K {short[b]} or less)")
     return K
 
-def retrieve_candidates(queries: Sequence[Query], vectors: np.ndarray, banks: dict, K: int) -> dict:
-    "Top-`K` `Candidates` of each query in its own bank (Eq. 1), batched per bank: {query id: Candidates}."
+def retrieve_candidates(queries: Sequence[Query], vectors: np.ndarray, banks: dict, K: int, retriever: str = "dense",
+                        options: dict | None = None) -> dict:
+    "Top-`K` `Candidates` of each query in its own bank (Eq. 1 for 'dense'; 'bm25', 'hybrid': `make_retriever`)."
     check_bank_sizes(queries, {b: len(bank) for b, bank in banks.items()}, K)
+    check_choice(retriever, "retriever", tuple(RETRIEVERS))
     by_bank = {}
     for r, q in enumerate(queries): by_bank.setdefault(q.bank, []).append(r)
     out = {}
     for b, rows in by_bank.items():
         bank = banks[b]
+        if retriever != "dense":
+            ret = make_retriever(retriever, bank, **(options or {}))
+            out.update({queries[r].id: ret.candidates(vectors[r], K, queries[r]) for r in rows})
+            continue
         idx, sc = top_k(vectors[rows], bank.embeddings, K)
         for r, i, s in zip(rows, idx, sc):
             out[queries[r].id] = Candidates(queries[r], vectors[r], [bank.memories[j] for j in i], bank.embeddings[i], s)
@@ -84,14 +96,22 @@ def _split_queries(bench: Benchmark, split: str, test_size: float, seed: int, st
                 if not q.metadata["scorable"]]
     return train, test, unscored
 
+def carve_dev(train: Sequence[Query], dev_size: float = 0.2, dev_seed: int = 12) -> tuple:
+    "(fit, dev): a seeded `dev_size` share of the training queries becomes the dev part; both keep the given order."
+    if not 0 <= check_probability(dev_size, "dev_size") < 1: raise ValueError("dev_size: expected a share in [0, 1)")
+    pick = set(np.random.default_rng(dev_seed).permutation(len(train))[:int(round(dev_size * len(train)))].tolist())
+    return [q for i, q in enumerate(train) if i not in pick], [q for i, q in enumerate(train) if i in pick]
+
 def prepare(bench: Benchmark, encoder: Encoder | None = None, K: int = 20, split: str = "test", test_size: float = 0.2,
             seed: int = 0, stores: Sequence[str] = ("episodic",), stratify: bool = False,
-            progress: bool = True) -> Prepared:
-    "Split the queries, encode every memory and query (cached), and retrieve the top-`K` candidates of each query."
+            progress: bool = True, retriever: str = "dense", retriever_options: dict | None = None,
+            dev_size: float = 0.0, dev_seed: int = 12) -> Prepared:
+    "Split the queries (a seeded dev part carved from train when `dev_size` > 0), encode (cached), retrieve top-`K`."
     if split not in ("test", "all"): raise ValueError(f"split: expected 'test' or 'all', got {split!r}")
-    K = check_positive_int(K, "K")
+    K = check_positive_int(K, "K"); check_choice(retriever, "retriever", tuple(RETRIEVERS))
     t = {}; t0 = time.perf_counter()
     train, test, unscored = _split_queries(bench, split, test_size, seed, stratify)
+    train, dev = carve_dev(train, dev_size, dev_seed) if dev_size else (train, [])
     if not test: raise ValueError("split: there are no scorable queries to evaluate")
     if isinstance(stores, str): stores = (stores,)
     check_bank_sizes(train + test, {b: sum(m.store in stores for m in ms) for b, ms in bench.banks(store=None).items()}, K)
@@ -99,31 +119,40 @@ def prepare(bench: Benchmark, encoder: Encoder | None = None, K: int = 20, split
     t1 = time.perf_counter(); t["split"] = t1 - t0
     banks = bench.memory_banks(encoder, stores, progress=progress)
     t2 = time.perf_counter(); t["encode_memories"] = t2 - t1
-    queries = train + test
+    queries = train + dev + test
     Q = encoder.encode_queries([q.text for q in queries], progress=progress)
     t3 = time.perf_counter(); t["encode_queries"] = t3 - t2
-    cands = retrieve_candidates(queries, Q, banks, K)
+    cands = retrieve_candidates(queries, Q, banks, K, retriever, retriever_options)
     t["retrieve"] = time.perf_counter() - t3
     return Prepared(bench, encoder, K, split, seed, test_size, banks, train, test,
-                    {q.id: v for q, v in zip(queries, Q)}, cands, unscored, t)
+                    {q.id: v for q, v in zip(queries, Q)}, cands, unscored, t, dev, retriever)
 
 # %% ../nbs/11_evaluation.ipynb #579c7839
+_PREPARE_OPTIONS = ("retriever", "retriever_options", "dev_size", "dev_seed")
+
+def _split_options(options: dict) -> tuple:
+    "(prepare's own options, the loader's options) from one keyword dict."
+    return {k: v for k, v in options.items() if k in _PREPARE_OPTIONS}, {k: v for k, v in options.items() if k not in _PREPARE_OPTIONS}
+
 def prepare_locomo(encoder: Encoder | None = None, data_path=None, K: int = 20, split: str = "test",
                    test_size: float = 0.2, seed: int = 0, stores: Sequence[str] = ("episodic",), progress: bool = True,
-                   **load_options) -> Prepared:
-    "`prepare` on LoCoMo loaded by `load_locomo(data_path, **load_options)`."
+                   retriever: str = "dense", **options) -> Prepared:
+    "`prepare` on LoCoMo loaded by `load_locomo(data_path, **load options)`; `retriever`, dev options go to `prepare`."
     t0 = time.perf_counter()
+    prep_opts, load_options = _split_options(options)
     bench = load_locomo(data_path, **load_options)
-    prep = prepare(bench, encoder, K, split, test_size, seed, stores, progress=progress)
+    prep = prepare(bench, encoder, K, split, test_size, seed, stores, progress=progress, retriever=retriever, **prep_opts)
     prep.timings = {"load": time.perf_counter() - t0 - sum(prep.timings.values()), **prep.timings}
     return prep
 
 def prepare_longmemeval(encoder: Encoder | None = None, data_path=None, K: int = 20, split: str = "test",
-                        test_size: float = 0.2, seed: int = 0, progress: bool = True, **load_options) -> Prepared:
-    "`prepare` on LongMemEval loaded by `load_longmemeval(data_path, **load_options)`."
+                        test_size: float = 0.2, seed: int = 0, progress: bool = True, retriever: str = "dense",
+                        **options) -> Prepared:
+    "`prepare` on LongMemEval loaded by `load_longmemeval(data_path, **load options)`; the rest as `prepare_locomo`."
     t0 = time.perf_counter()
+    prep_opts, load_options = _split_options(options)
     bench = load_longmemeval(data_path, **load_options)
-    prep = prepare(bench, encoder, K, split, test_size, seed, progress=progress)
+    prep = prepare(bench, encoder, K, split, test_size, seed, progress=progress, retriever=retriever, **prep_opts)
     prep.timings = {"load": time.perf_counter() - t0 - sum(prep.timings.values()), **prep.timings}
     return prep
 
@@ -177,6 +206,25 @@ def run_method(prep: Prepared, method: str | Callable = "retriever", k: int = 5,
     return {"method": name, "k": k, "results": evaluate(rankings, prep.test, k), "rankings": rankings, "seconds": seconds}
 
 # %% ../nbs/11_evaluation.ipynb #0a81aa35
+@dataclass(frozen=True)
+class Preset:
+    "A named configuration of the protocol: retriever, dev split, memory text and EAR settings."
+    name: str
+    help: str
+    retriever: str = "dense"
+    retriever_options: dict = field(default_factory=dict)
+    dev_size: float = 0.0  # share of the training queries kept apart as dev (0: no dev part)
+    dev_seed: int = 12
+    load_options: dict = field(default_factory=dict)  # LoCoMo loader options (memory text)
+    overrides: dict = field(default_factory=dict)  # EARConfig settings
+
+PRESETS = {p.name: p for p in [
+    Preset("paper", "the paper-faithful configuration: dense candidates, '{speaker}: {text}' turns, no dev split"),
+    Preset("tuned", "chosen on dev: hybrid candidates (w .3, beta .3) over date-prefixed turns, 20 % of train as dev",
+           "hybrid", {"w": 0.3, "beta": 0.3}, 0.2, 12, {"with_date": True}, {"rel_scale": 0.1}),
+]}
+
+# %% ../nbs/11_evaluation.ipynb #e0384efc
 BENCHMARKS = {"locomo": (prepare_locomo, "LoCoMo"), "longmemeval": (prepare_longmemeval, "LongMemEval_S")}
 
 def _check_benchmark(benchmark: str) -> str:
@@ -190,29 +238,35 @@ def _check_k_K(k: int, K: int) -> tuple:
     return k, K
 
 def prepare_benchmark(benchmark: str, encoder: str | Encoder | None = None, data=None, K: int = 20, split: str = "test",
-                      test_size: float = 0.2, seed: int = 0, progress: bool = True, log: Callable | None = None) -> tuple:
-    "Load and prepare a named benchmark with an encoder (a name, an `Encoder`, or None for the default): (prep, title)."
+                      test_size: float = 0.2, seed: int = 0, progress: bool = True, log: Callable | None = None,
+                      retriever: str | None = None, preset: str = "paper", dev_size: float | None = None) -> tuple:
+    "Load and prepare a named benchmark under a `preset` (`retriever`, `dev_size`: None = the preset's): (prep, title)."
     _check_benchmark(benchmark)
     enc = encoder if isinstance(encoder, Encoder) else Encoder(encoder, progress=progress)
     prepare_fn, title = BENCHMARKS[benchmark]
-    if log: log(f"preparing {title} (split={split}, K={K}, encoder={enc.model_id})")
-    return prepare_fn(enc, data, K=K, split=split, test_size=test_size, seed=seed, progress=progress), title
+    pr = PRESETS[check_choice(preset, "preset", tuple(PRESETS))]
+    opts = {"retriever": retriever or pr.retriever, "dev_size": pr.dev_size if dev_size is None else dev_size,
+            "dev_seed": pr.dev_seed, "retriever_options": pr.retriever_options if (retriever or pr.retriever) == pr.retriever else {},
+            **(pr.load_options if benchmark == "locomo" else {})}
+    if log: log(f"preparing {title} (split={split}, K={K}, encoder={enc.model_id}, preset={preset}, retriever={opts['retriever']})")
+    return prepare_fn(enc, data, K=K, split=split, test_size=test_size, seed=seed, progress=progress, **opts), title
 
 def reproduce(benchmark: str = "locomo", method: str = "retriever", split: str = "test", encoder: str | Encoder | None = None,
               k: int = 5, K: int = 20, seed: int = 0, test_size: float = 0.2, data=None, progress: bool = True,
-              log: Callable | None = None) -> dict:
+              log: Callable | None = None, retriever: str | None = None, preset: str = "paper") -> dict:
     "Run one experiment end to end and return a JSON-ready report (config, encoder, data stats, metrics, timings)."
     _check_benchmark(benchmark); METHODS.lookup(method)
     k, K = _check_k_K(k, K)
     say = log or (lambda msg: None)
     t0 = time.perf_counter()
-    prep, title = prepare_benchmark(benchmark, encoder, data, K, split, test_size, seed, progress, say)
+    prep, title = prepare_benchmark(benchmark, encoder, data, K, split, test_size, seed, progress, say, retriever, preset)
     enc = prep.encoder
     say(f"running {method} on {len(prep.test)} queries")
     run = run_method(prep, method, k=k, seed=seed, progress=progress)
     return {"benchmark": benchmark, "title": title, "method": method,
             "config": {"split": split, "k": k, "K": K, "seed": seed, "test_size": test_size if split == "test" else None,
                        "encoder": enc.model_id, "data": prep.bench.source},
+            "protocol": {"preset": preset, "retriever": prep.retriever, "dev_queries": len(prep.dev)},
             **_prepared_facts(prep), "results": run["results"], "table": _percent_table(run["results"], k),
             **_stamp(prep, t0, method=round(run["seconds"], 3))}
 
@@ -281,8 +335,13 @@ class Variant:
     name: str
     label: str
     training: str | None
-    inference: str  # 'adapter' | 'explore' (exploitation rule) | 'explore-last' (S^(T))
+    inference: str  # 'adapter' | 'explore' (exploitation rule) | 'explore-last' (S^(T)) | 'explore@T' / 'plain@T'
     paper: dict = field(default_factory=dict)  # benchmark → (Recall@5, Hit@5 or None), Contriever rows of the paper
+
+    @property
+    def final_rule(self) -> str:
+        "How the final slate is made: 'scores' (no critic at test), 'exploit', 'last' (S^(T)) or 'cited' (cited first)."
+        return {"adapter": "scores", "explore": "exploit", "explore-last": "last"}.get(self.inference, "cited")
 
 VARIANTS = {v.name: v for v in [
     Variant("retriever", "Only Retriever", None, "adapter", {"locomo": (42.60, 52.01), "longmemeval": (62.37, 86.02)}),
@@ -298,6 +357,17 @@ VARIANTS = {v.name: v for v in [
     Variant("ear", "EAR (Explorer at test, exploitation rule)", "ear", "explore", {"locomo": (55.06, 70.83), "longmemeval": (80.28, 94.98)}),
     Variant("ear-last", "EAR (Explorer at test, last slate S^(T))", "ear", "explore-last"),
 ]}
+def _budget_variant(training: str | None, mode: str, T: int) -> Variant:
+    "A critic-budget row: `T` test-time critic calls spent on Explorer rounds or on the plain top-T·s, cited first."
+    who = {None: "Frozen", "ear": "EAR", "rl": "RL update"}[training]
+    how = f"Explorer {T} round{'s' * (T > 1)}" if mode == "explore" else f"critic judges top {T}·s"
+    return Variant(f"{training or 'frozen'}-{mode}{T}", f"{who}, {how} ({T} call{'s' * (T > 1)}, cited first)",
+                   training, f"{mode}@{T}")
+
+for _tr in (None, "ear", "rl"):
+    for _mode in ("explore", "plain"):
+        for _T in (1, 2, 3, 4): VARIANTS[f"{_tr or 'frozen'}-{_mode}{_T}"] = _budget_variant(_tr, _mode, _T)
+BUDGETS = [n for n in VARIANTS if n[-1].isdigit()]
 TABLE2 = ["retriever", "rl", "ear-adapter", "ear"]
 TABLE3 = ["rl", "explorer-train", "buffer-train", "ear-adapter", "explorer-test", "explorer-test-last", "ear", "ear-last"]
 
@@ -341,10 +411,13 @@ def train_learner(prep: Prepared, training: str, seed: int = 0, k: int = 5, over
                      "critic_calls": learner.critic_calls, "seconds": round(sec, 3),
                      "queries_per_second": round(len(order) / max(sec, 1e-9), 1)}
 
+# %% ../nbs/11_evaluation.ipynb #b6b24228
 def infer(prep: Prepared, learner: EAR | None, inference: str, k: int = 5, seed: int = 0,
           feedback: CriticSettings | None = None, overrides: dict | None = None) -> tuple:
-    "Rankings of the test queries by `inference` ('adapter', 'explore', 'explore-last'); (rankings, info)."
-    if inference not in ("adapter", "explore", "explore-last"): raise ValueError(f"inference: unknown mode {inference!r}")
+    "Rankings of the test queries by `inference` ('adapter', 'explore', 'explore-last', 'explore@T', 'plain@T')."
+    mode, _, T = inference.partition("@")
+    if inference not in ("adapter", "explore", "explore-last") and not (mode in ("explore", "plain") and T.isdigit()):
+        raise ValueError(f"inference: unknown mode {inference!r}")
     fb = feedback or CriticSettings()
     if learner is None:    # no training: an untrained (identity) adapter, i.e. the frozen retriever's embeddings
         dim = int(next(iter(prep.query_vectors.values())).shape[0])
@@ -356,7 +429,9 @@ def infer(prep: Prepared, learner: EAR | None, inference: str, k: int = 5, seed:
     rankings = {}
     for q in prep.test:
         c = prep.candidates[q.id]
-        rankings[q.id] = [c.ids[i] for i in learner.select(c, s=k, explore=explore, critic=critic, rule=rule)]
+        sel = learner.judged_slate(c, critic, int(T), mode, "cited", s=k) if T else \
+              learner.select(c, s=k, explore=explore, critic=critic, rule=rule)
+        rankings[q.id] = [c.ids[i] for i in sel]
     sec = time.perf_counter() - t0
     return rankings, {"critic_calls": critic.calls, "seconds": round(sec, 4),
                       "ms_per_query": round(1000 * sec / max(len(prep.test), 1), 3)}
@@ -457,34 +532,51 @@ def reproduce_paper(prep: Prepared, methods: Sequence[str] = tuple(TABLE3) + ("r
             "jobs": jobs, "overrides": overrides or {}, "feedback": asdict(fb), "seconds": round(time.perf_counter() - t0, 2)}
 
 # %% ../nbs/11_evaluation.ipynb #e9314905
-def format_paper_tables(report: dict) -> str:
-    "Tables 2 and 3 of the paper as text: ours (mean ± std) beside the paper's numbers."
+def on_dev(prep: Prepared) -> Prepared:
+    "A view of `prep` whose scored queries are its dev part; it shares `prep`'s trained learners."
+    if not prep.dev: raise ValueError("dev: this preparation has no dev part (prepare it with dev_size > 0)")
+    view = replace(prep, test=list(prep.dev), unscored=[])
+    view.__dict__["_learners"] = prep.__dict__.setdefault("_learners", {})
+    return view
+
+def _row(m: dict, dev: dict | None, pm, pp) -> str:
+    "One table row: dev Recall (when a dev report is given), test Recall and Hit, the paper's two numbers."
+    paper = m["paper"] or (None, None)
+    d = f"{pm(dev['recall']):>14}" if dev else ""
+    return f"{m['label']:<56}{d}{pm(m['recall']):>14}{pm(m['hit']):>14}{pp(paper[0]):>9}{pp(paper[1]):>9}"
+
+def format_paper_tables(report: dict, dev: dict | None = None) -> str:
+    "Tables 2 and 3 of the paper as text: ours (mean ± std; dev Recall too when `dev` is given) beside the paper's."
     ms, k = report["methods"], report["k"]
+    dms = (dev or {}).get("methods", {})
     def pm(v): return f"{v[0]:5.1f} ± {v[1]:3.1f}"
     def pp(x): return "   –" if x is None else f"{x:5.1f}"
     lines = []
     for title, names in (("Table 2 analogue", TABLE2), ("Table 3 analogue (ablations)", TABLE3),
-                         ("Other variants", [m for m in ms if m not in TABLE2 + TABLE3])):
+                         ("Critic budgets at test time (calls per query; final slate: cited first)",
+                          [m for m in BUDGETS if m in ms]),
+                         ("Other variants", [m for m in ms if m not in TABLE2 + TABLE3 + BUDGETS])):
         names = [n for n in names if n in ms]
         if not names: continue
-        lines += ["", title, f"{'method':<46}{f'Recall@{k}':>14}{f'Hit@{k}':>14}{'paper R':>9}{'paper H':>9}", "-" * 92]
-        for n in names:
-            paper = ms[n]["paper"] or (None, None)
-            lines.append(f"{ms[n]['label']:<46}{pm(ms[n]['recall']):>14}{pm(ms[n]['hit']):>14}{pp(paper[0]):>9}{pp(paper[1]):>9}")
+        head = f"{f'dev R@{k}':>14}" if dms else ""
+        lines += ["", title, f"{'method':<56}{head}{f'Recall@{k}':>14}{f'Hit@{k}':>14}{'paper R':>9}{'paper H':>9}",
+                  "-" * (102 + len(head))]
+        lines += [_row(ms[n], dms.get(n), pm, pp) for n in names]
     lines += ["", "Costs per query (test ms: selection time with the query embedding precomputed, simulated critic included)",
-              f"{'method':<46}{'train q/s':>10}{'train critic':>13}{'test ms':>9}{'test critic':>12}", "-" * 90]
+              f"{'method':<56}{'train q/s':>10}{'train critic':>13}{'test ms':>9}{'test critic':>12}", "-" * 100]
     for n in ms:
         tr = ms[n]["training"]
         qps = f"{np.mean([t['queries_per_second'] for t in tr]):10.0f}" if tr else f"{'–':>10}"
         calls = f"{np.mean([t['critic_calls'] / t['steps'] for t in tr]):13.1f}" if tr else f"{'–':>13}"
-        lines.append(f"{ms[n]['label']:<46}{qps}{calls}{ms[n]['test_ms_per_query']:9.2f}{ms[n]['test_critic_calls_per_query']:12.1f}")
+        lines.append(f"{ms[n]['label']:<56}{qps}{calls}{ms[n]['test_ms_per_query']:9.2f}{ms[n]['test_critic_calls_per_query']:12.1f}")
     lines.append(f"\n{report['seeds']} seeds, mean ± std; paper numbers: Contriever rows (ours: the encoder above); "
                  f"{report['seconds']:.0f} s with {report['jobs']} process(es)")
     return "\n".join(lines).lstrip("\n")
 
 # %% ../nbs/11_evaluation.ipynb #d9002df3
 METHOD_GROUPS = {"all": list(dict.fromkeys(TABLE2 + TABLE3 + ["rl-epochs", "explorer-test-last"])),
-                 "table2": TABLE2, "table3": TABLE3}
+                 "table2": TABLE2, "table3": TABLE3, "budgets": BUDGETS,
+                 "learned": ["retriever", "rl", "ear-adapter", "explorer-test", "ear"]}
 
 def parse_methods(spec: str | Sequence[str]) -> list:
     "Method names from 'all' / 'table2' / 'table3' or a comma-separated list (or a list) of variant names."
@@ -513,11 +605,13 @@ def parse_overrides(pairs: Sequence[str]) -> dict:
     EARConfig(**out)                       # validate now, with the config's own messages
     return out
 
+# %% ../nbs/11_evaluation.ipynb #9808b6b9
 def reproduce_tables(benchmark: str = "locomo", methods: str | Sequence[str] = "all", seeds: int = 3, split: str = "test",
                      encoder: str | Encoder | None = None, k: int = 5, K: int = 20, test_size: float = 0.2,
                      split_seed: int = 0, data=None, jobs: int = 1, overrides: dict | None = None,
-                     feedback: CriticSettings | None = None, progress: bool = True, log: Callable | None = None) -> dict:
-    "Tables 2–3 end to end: prepare once (split fixed by `split_seed`), run every method for `seeds` seeds."
+                     feedback: CriticSettings | None = None, progress: bool = True, log: Callable | None = None,
+                     retriever: str | None = None, preset: str = "paper", dev_size: float | None = None) -> dict:
+    "Tables 2–3 end to end under a `preset`: prepare once, run every method for `seeds` seeds (on dev too, if any)."
     _check_benchmark(benchmark)
     if split != "test": raise ValueError("split: the learning methods need the 80/20 protocol; use --split test")
     names = parse_methods(methods)
@@ -525,12 +619,16 @@ def reproduce_tables(benchmark: str = "locomo", methods: str | Sequence[str] = "
     seeds, jobs = check_positive_int(seeds, "seeds"), check_positive_int(jobs, "jobs")
     say = log or (lambda msg: None)
     t0 = time.perf_counter()
-    prep, title = prepare_benchmark(benchmark, encoder, data, K, split, test_size, split_seed, progress, say)
-    enc = prep.encoder
+    prep, title = prepare_benchmark(benchmark, encoder, data, K, split, test_size, split_seed, progress, say, retriever,
+                                    preset, dev_size)
+    enc, pr = prep.encoder, PRESETS[preset]
+    overrides = {**(pr.overrides if prep.retriever == pr.retriever else {}), **(overrides or {})}
     say(f"running {len(names)} methods × {seeds} seeds on {len(prep.train)} training / {len(prep.test)} test queries")
     paper = reproduce_paper(prep, names, seeds, k, overrides, feedback, jobs, progress, say)
-    return {"benchmark": benchmark, "title": title, "methods": names,
+    dev = reproduce_paper(on_dev(prep), names, seeds, k, overrides, feedback, jobs, progress, say) if prep.dev else None
+    return {"benchmark": benchmark, "title": title, "methods": names, "dev": dev,
             "config": {"split": split, "k": k, "K": K, "seeds": seeds, "split_seed": split_seed, "test_size": test_size,
+                       "preset": preset, "retriever": prep.retriever, "dev_queries": len(prep.dev),
                        "encoder": enc.model_id, "data": prep.bench.source, "overrides": overrides or {},
                        "feedback": paper["feedback"], "ear_config": asdict(make_config("ear", prep, k, overrides))},
             **_prepared_facts(prep), "paper": paper, **_stamp(prep, t0, methods=paper["seconds"])}
@@ -540,8 +638,9 @@ def format_tables_report(report: dict) -> str:
     c = report["config"]
     head = (f"{report['title']} · encoder {report['encoder']['id']} · {report['queries']['train']} train / "
             f"{report['queries']['test']} test queries (split seed {c['split_seed']}) · K={c['K']}, s={c['k']} · "
-            f"critic P={c['feedback']['precision']:.2f} R={c['feedback']['recall']:.2f}")
-    return head + "\n" + format_paper_tables(report["paper"])
+            f"critic P={c['feedback']['precision']:.2f} R={c['feedback']['recall']:.2f} · preset {c.get('preset', 'paper')}, "
+            f"retriever {c.get('retriever', 'dense')}" + (f", {c['dev_queries']} dev queries" if c.get("dev_queries") else ""))
+    return head + "\n" + format_paper_tables(report["paper"], report.get("dev"))
 
 # %% ../nbs/11_evaluation.ipynb #4dfdbb46
 def plot_tables(report: dict, path: str | Path) -> Path:
@@ -563,3 +662,76 @@ def plot_tables(report: dict, path: str | Path) -> Path:
     buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=120); plt.close(fig)
     atomic_write(path, buf.getvalue())
     return Path(path)
+
+# %% ../nbs/11_evaluation.ipynb #d34c4bc0
+def format_retriever_table(reports: dict) -> str:
+    "Reports {retriever: reproduce_tables report} side by side: dev and test Recall (mean ± std) per method."
+    first = next(iter(reports.values()))
+    k, names = first["config"]["k"], list(first["paper"]["methods"])
+    def cell(rep, part, n):
+        m = (rep.get(part) or {}).get("methods", {}).get(n)
+        return f"{m['recall'][0]:5.1f} ± {m['recall'][1]:3.1f}" if m else f"{'–':>11}"
+    head = "".join(f"{r + ' dev':>14}{r + ' test':>14}" for r in reports)
+    lines = [f"Recall@{k} (%) by retriever, dev and test parts", f"{'method':<56}{head}", "-" * (56 + len(head))]
+    for n in names:
+        lines.append(f"{VARIANTS[n].label:<56}" + "".join(f"{cell(r, 'dev', n):>14}{cell(r, 'paper', n):>14}"
+                                                         for r in reports.values()))
+    return "\n".join(lines)
+
+# %% ../nbs/11_evaluation.ipynb #bce40a8c
+def conversation_folds(queries: Sequence[Query], folds: int = 5) -> list:
+    "Leave-conversations-out folds [(train banks, test banks)]: banks in order of first appearance, in consecutive blocks."
+    banks = list(dict.fromkeys(q.bank for q in queries))
+    folds = check_positive_int(folds, "folds")
+    if not 2 <= folds <= len(banks): raise ValueError(f"folds: expected 2 to {len(banks)} folds (one per bank at most), got {folds}")
+    per = -(-len(banks) // folds)
+    blocks = [banks[f * per:(f + 1) * per] for f in range(folds)]
+    return [([b for b in banks if b not in held], held) for held in blocks if held]
+
+def fold_view(prep: Prepared, train_banks: Sequence[str], test_banks: Sequence[str]) -> Prepared:
+    "A view of `prep` that trains on the queries of `train_banks` and scores those of `test_banks` (own learners)."
+    qs = prep.train + prep.dev + prep.test
+    return replace(prep, train=[q for q in qs if q.bank in set(train_banks)], test=[q for q in qs if q.bank in set(test_banks)],
+                   dev=[], unscored=[])
+
+def _pool(per_fold: list, name: str, metric: str) -> list:
+    "Per-seed `metric` ('recall'/'hit') of method `name`, pooled over folds weighted by their query counts."
+    n = np.array([f["n"] for f in per_fold], float)
+    per_seed = np.array([f["report"]["methods"][name][f"per_seed_{metric}"] for f in per_fold])   # (folds, seeds)
+    pooled = (n[:, None] * per_seed).sum(0) / n.sum()
+    return [float(pooled.mean()), float(pooled.std())]
+
+# %% ../nbs/11_evaluation.ipynb #83b18f73
+def reproduce_folds(benchmark: str = "locomo", methods: str | Sequence[str] = "retriever,rl,ear-adapter,ear", folds: int = 5,
+                    seeds: int = 3, encoder: str | Encoder | None = None, k: int = 5, K: int = 20, data=None, jobs: int = 1,
+                    overrides: dict | None = None, feedback: CriticSettings | None = None, progress: bool = True,
+                    log: Callable | None = None, retriever: str | None = None, preset: str = "paper") -> dict:
+    "The conversation-level split: for each fold of held-out conversations, train on the rest and score; pooled."
+    names, (k, K) = parse_methods(methods), _check_k_K(k, K)
+    say = log or (lambda msg: None)
+    t0 = time.perf_counter()
+    prep, title = prepare_benchmark(benchmark, encoder, data, K, "all", 0.2, 0, progress, say, retriever, preset, 0.0)
+    pr = PRESETS[preset]
+    overrides = {**(pr.overrides if prep.retriever == pr.retriever else {}), **(overrides or {})}
+    per_fold = []
+    for f, (tr, te) in enumerate(conversation_folds(prep.test, folds)):
+        view = fold_view(prep, tr, te)
+        say(f"fold {f}: {len(view.train)} training queries, {len(view.test)} test queries in {', '.join(te)}")
+        per_fold.append({"test_banks": te, "n": len(view.test),
+                         "report": reproduce_paper(view, names, seeds, k, overrides, feedback, jobs, progress, say)})
+    methods_out = {n: {"label": VARIANTS[n].label, "recall": _pool(per_fold, n, "recall"), "hit": _pool(per_fold, n, "hit"),
+                       "per_fold_recall": [f["report"]["methods"][n]["recall"][0] for f in per_fold]} for n in names}
+    return {"benchmark": benchmark, "title": title, "folds": per_fold, "methods": methods_out, "seeds": seeds, "k": k,
+            "config": {"K": K, "preset": preset, "retriever": prep.retriever, "overrides": overrides},
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+def format_folds_report(report: dict) -> str:
+    "The conversation-level split as text: pooled Recall/Hit (mean ± std over seeds) and the per-fold Recall."
+    k, c = report["k"], report["config"]
+    lines = [f"{report['title']} · conversation-level split, {len(report['folds'])} folds · retriever {c['retriever']} · "
+             f"preset {c['preset']} · {report['seeds']} seeds",
+             f"{'method':<56}{f'Recall@{k}':>14}{f'Hit@{k}':>14}  per-fold Recall@{k}", "-" * 110]
+    for m in report["methods"].values():
+        lines.append(f"{m['label']:<56}{m['recall'][0]:8.1f} ± {m['recall'][1]:3.1f}{m['hit'][0]:8.1f} ± {m['hit'][1]:3.1f}  "
+                     + " ".join(f"{x:5.1f}" for x in m["per_fold_recall"]))
+    return "\n".join(lines)

@@ -14,11 +14,12 @@ from fastcore.basics import patch
 from .core import (Candidates, atomic_write, atomic_write_json, check_choice, check_int, check_labels, check_matrix,
                          check_positive_int, check_positive_number, unit_rows)
 from .adapter import ResidualAdapter, ranking_loss, top_s
-from .explorer import Explorer, ExplorerConfig
+from .explorer import Explorer, ExplorerConfig, exploit_slate
 
 # %% auto #0
-__all__ = ['SAMPLING', 'UNOBSERVED', 'TRAIN_SLATES', 'aggregate_feedback', 'binary_rewards', 'Experience', 'ExperienceBuffer',
-           'gumbel_slate', 'stack_experiences', 'replay_loss', 'EARConfig', 'EAR', 'rl_config', 'RLUpdate']
+__all__ = ['SAMPLING', 'UNOBSERVED', 'TRAIN_SLATES', 'BUDGET_MODES', 'BUDGET_RULES', 'aggregate_feedback', 'binary_rewards',
+           'Experience', 'ExperienceBuffer', 'gumbel_slate', 'stack_experiences', 'fused_logits', 'replay_loss',
+           'EARConfig', 'EAR', 'rl_config', 'RLUpdate']
 
 # %% ../nbs/04_replay.ipynb #e582e51f
 def aggregate_feedback(K: int, slates: Sequence, labels: Sequence) -> tuple:
@@ -47,6 +48,8 @@ class Experience:
     observed: np.ndarray  # (K,) bool, Eq. 11
     ybar: np.ndarray  # (K,) aggregated feedback, Eq. 12
     query_id: str = ""
+    base: np.ndarray | None = None  # (K,) frozen fused scores of hybrid candidates (`Candidates.base`), else None
+    scale: float = 1.0  # `Candidates.scale`
 
     @property
     def rewards(self) -> np.ndarray: return binary_rewards(self.ybar, self.observed)
@@ -117,13 +120,29 @@ def stack_experiences(experiences: Sequence[Experience]) -> tuple:
         M[b, :k], valid[b, :k], obs[b, :k], rew[b, :k] = e.memories, True, e.observed, e.rewards
     return Q, M, valid, obs, rew
 
+def fused_logits(adapter: ResidualAdapter, q: torch.Tensor, M: torch.Tensor, base=None, scale=1.0) -> torch.Tensor:
+    "Eq. 4 logits; over hybrid candidates (`base` given) the frozen fused score plus `scale`·(q̃ᵀm̃ − qᵀm), over τ."
+    z = adapter.logits(q, M)
+    if base is None: return z
+    t = adapter.temperature
+    cos = (M @ q.unsqueeze(-1)).squeeze(-1)
+    scale = torch.as_tensor(scale, dtype=z.dtype)
+    return (torch.as_tensor(base, dtype=z.dtype) + (scale.unsqueeze(-1) if scale.ndim else scale) * (z * t - cos)) / t
+
+def _stack_bases(experiences: Sequence[Experience], K: int) -> tuple:
+    "(bases (B, K), scales (B,)) of hybrid experiences, or (None, 1.0) for dense ones."
+    if experiences[0].base is None: return None, 1.0
+    base = np.zeros((len(experiences), K), np.float32)
+    for b, e in enumerate(experiences): base[b, :len(e.base)] = e.base
+    return torch.from_numpy(base), torch.tensor([e.scale for e in experiences], dtype=torch.float32)
+
 def replay_loss(adapter: ResidualAdapter, experiences: Sequence[Experience], s: int, tau: float = 0.5,
                 baseline: float = 0.5, unobserved: str = "negative", generator: torch.Generator | None = None) -> torch.Tensor:
     "L_rep (Eq. 16): mean ranking loss of Gumbel-sampled slates over the replayed `experiences`."
     check_choice(unobserved, "unobserved", UNOBSERVED)
     Q, M, valid, obs, rew = (torch.from_numpy(a) for a in stack_experiences(experiences))
     s = min(s, int(valid.sum(1).min()))
-    logits = adapter.logits(Q, M).masked_fill(~valid, float("-inf"))
+    logits = fused_logits(adapter, Q, M, *_stack_bases(experiences, M.shape[1])).masked_fill(~valid, float("-inf"))
     slates = gumbel_slate(logits, s, tau, generator)
     rewards = rew.gather(1, slates)
     seen = obs.gather(1, slates)
@@ -155,6 +174,7 @@ class EARConfig:
     train_slates: str = "explorer"  # 'explorer' (T Explorer rounds) or 'gumbel' (one sampled slate, RL-style)
     rank: int | None = None  # None: full d×d adapter; r: low-rank W = U Vᵀ
     temperature: float = 1.0  # logit temperature of Eq. 4
+    rel_scale: float = 1.0  # Explorer relevance = rel_scale · logit (0.1 puts fused z-score logits on a cosine-like scale)
     grad_clip: float | None = 1.0  # max gradient norm (None: no clipping)
     capacity: int | None = None  # Experience Buffer size (None: unbounded, as in the paper)
 
@@ -201,7 +221,9 @@ def _adapted(self: EAR, cands: Candidates) -> tuple:
     q, M = _check_candidates(cands, self.dim)
     with torch.no_grad():
         qt, Mt = self.adapter.adapt_queries(torch.from_numpy(q)), self.adapter.adapt_memories(torch.from_numpy(M))
-        return (Mt @ qt).numpy(), Mt.numpy()
+        if cands.base is None: return (Mt @ qt).numpy(), Mt.numpy()
+        z = fused_logits(self.adapter, torch.from_numpy(q), torch.from_numpy(M), cands.base, cands.scale)
+        return (z * self.adapter.temperature).numpy().astype(np.float64), Mt.numpy()
 
 @patch
 def scores(self: EAR, cands: Candidates) -> np.ndarray:
@@ -219,6 +241,7 @@ def _judge(self: EAR, critic, cands: Candidates, slate) -> np.ndarray:
 def explorer(self: EAR, cands: Candidates, critic, T: int | None = None) -> Explorer:
     "Run T Explorer rounds (Eqs. 5–9) on `cands` against `critic`; return the Explorer with its statistics."
     rel, Mt = self._adapted(cands)
+    if self.config.rel_scale != 1.0: rel = self.config.rel_scale * rel
     ex = Explorer(rel, Mt, ExplorerConfig(**{**self.config.explorer_kwargs(), "s": min(self.config.s, len(cands))}))
     ex.run(lambda slate: self._judge(critic, cands, slate), T)
     return ex
@@ -232,11 +255,32 @@ def select(self: EAR, cands: Candidates, s: int | None = None, explore: bool = F
     if critic is None: raise ValueError("critic: Explorer-assisted inference (explore=True) needs a critic")
     return self.explorer(cands, critic).final_slate(rule)
 
+# %% ../nbs/04_replay.ipynb #97863975
+BUDGET_MODES, BUDGET_RULES = ("explore", "plain"), ("cited", "exploit")
+
+@patch
+def judged_slate(self: EAR, cands: Candidates, critic, T: int, mode: str = "explore", rule: str = "cited",
+                 s: int | None = None) -> np.ndarray:
+    "Final slate after `T` critic calls: Explorer rounds or the plain top-T·s judged; 'cited'-first or 'exploit' rule."
+    check_choice(mode, "mode", BUDGET_MODES); check_choice(rule, "rule", BUDGET_RULES); check_positive_int(T, "T")
+    s = min(s or self.config.s, len(cands))
+    z = self.scores(cands)
+    if mode == "explore":
+        ex = self.explorer(cands, critic, T)
+        observed, ybar = ex.observed, ex.aggregated
+    else:
+        order = top_s(z, min(T * s, len(z)))
+        slates = [order[i:i + s] for i in range(0, len(order), s)]
+        observed, ybar = aggregate_feedback(len(z), slates, [self._judge(critic, cands, sl) for sl in slates])
+    if rule == "cited": ybar = np.where(ybar > 0, 1.0, 0.0)
+    return exploit_slate(ybar, observed, z, s)
+
 # %% ../nbs/04_replay.ipynb #8b30a4d5
 @patch
-def _current_loss(self: EAR, q: np.ndarray, M: np.ndarray, slates: Sequence, labels: Sequence) -> torch.Tensor:
+def _current_loss(self: EAR, q: np.ndarray, M: np.ndarray, slates: Sequence, labels: Sequence, base=None,
+                  scale: float = 1.0) -> torch.Tensor:
     "Eq. 10 over every slate of the current query (one batch when all slates have the same size)."
-    logits = self.adapter.logits(torch.from_numpy(q), torch.from_numpy(M))
+    logits = fused_logits(self.adapter, torch.from_numpy(q), torch.from_numpy(M), base, scale)
     b = self.config.baseline
     if len({len(sl) for sl in slates}) == 1:
         S = np.stack([np.asarray(sl, dtype=np.int64) for sl in slates])
@@ -267,11 +311,12 @@ def observe(self: EAR, cands: Candidates, slates: Sequence, labels: Sequence) ->
     q, M = _check_candidates(cands, self.dim)
     if not len(slates): raise ValueError("slates: expected at least one slate")
     observed, ybar = aggregate_feedback(len(M), slates, labels)
-    loss_cur, loss_rep = self._current_loss(q, M, slates, labels), self._replay_loss(q)
+    loss_cur, loss_rep = self._current_loss(q, M, slates, labels, cands.base, cands.scale), self._replay_loss(q)
     loss = loss_cur + c.lambda_rep * loss_rep
     self._update(loss)
     if c.replay is not None:
-        self.buffer.add(Experience(q, M, observed, ybar, cands.query.id if cands.query is not None else ""))
+        self.buffer.add(Experience(q, M, observed, ybar, cands.query.id if cands.query is not None else "",
+                                   cands.base, cands.scale))
     self.steps += 1
     return {"loss": loss.item(), "loss_cur": loss_cur.item(), "loss_rep": loss_rep.item()}
 
@@ -309,7 +354,10 @@ def _buffer_tensors(buffer: ExperienceBuffer) -> dict:
     Q, M, valid, obs, _ = stack_experiences(buffer.items)
     ybar = np.zeros(valid.shape, np.float32)
     for b, e in enumerate(buffer.items): ybar[b, :len(e.ybar)] = e.ybar
-    return {"q": Q, "memories": M, "valid": valid.astype(np.uint8), "observed": obs.astype(np.uint8), "ybar": ybar}
+    out = {"q": Q, "memories": M, "valid": valid.astype(np.uint8), "observed": obs.astype(np.uint8), "ybar": ybar}
+    base, scale = _stack_bases(buffer.items, valid.shape[1])
+    if base is not None: out.update(base=base.numpy(), scale=scale.numpy())     # experiences of hybrid candidates
+    return out
 
 def _ear_meta(ear: EAR, param_groups: list) -> dict:
     "What `ear.json` holds: class, configuration, counters, the numpy generator state and the buffer's index."
@@ -371,8 +419,9 @@ def _load_buffer(ear: EAR, folder: Path, index: dict):
     if not (folder / "buffer.safetensors").exists(): return
     bt = load_np((folder / "buffer.safetensors").read_bytes())
     for b, (qid, K) in enumerate(zip(index["query_ids"], index["K"])):
+        hy = ("base" in bt) and (bt["base"][b, :K].astype(np.float64), float(bt["scale"][b]))
         ear.buffer.add(Experience(bt["q"][b], bt["memories"][b, :K], bt["observed"][b, :K].astype(bool),
-                                  bt["ybar"][b, :K].astype(np.float64), qid))
+                                  bt["ybar"][b, :K].astype(np.float64), qid, *(hy or ())))
 
 @patch(cls_method=True)
 def load(cls: EAR, folder: str | Path) -> EAR:

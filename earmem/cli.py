@@ -80,10 +80,11 @@ def _training_options(p, suppress: bool = False):
 
 def _learning_options(p, suppress: bool = False):
     "Options of the modes run by chapter 11 (tables, method): the candidate retriever and the settings preset."
-    _option(p, suppress, "--retriever", default="dense", choices=("dense", "bm25", "hybrid"),
-            help="candidate generation: the frozen dense encoder, lexical BM25, or both fused")
-    _option(p, suppress, "--preset", default="default", choices=("default", "paper"),
-            help="'paper': the paper's own settings (App. A); 'default': earmem's measured defaults")
+    _option(p, suppress, "--retriever", default=None, choices=("dense", "bm25", "hybrid"),
+            help="candidate generation: the frozen dense encoder, lexical BM25, or both fused (default: the preset's)")
+    _option(p, suppress, "--preset", default="paper", choices=("paper", "tuned"),
+            help="'paper': the paper's configuration (dense candidates); 'tuned': the settings chosen on the dev split "
+                 "(hybrid candidates, cited-first budget rows)")
 
 def _output_options(p, suppress: bool = False):
     _option(p, suppress, "--out", default="results", metavar="DIR", help="folder for the figures and reports of analyses and EARM")
@@ -209,7 +210,7 @@ def _overrides(pairs) -> dict:
 
 def _learning_kwargs(fn: Callable, args) -> dict:
     "retriever=/preset= for `fn` when they differ from the defaults; an error when this `fn` cannot take them yet."
-    kw = {k: v for k, v, d in (("retriever", args.retriever, "dense"), ("preset", args.preset, "default")) if v != d}
+    kw = {k: v for k, v, d in (("retriever", args.retriever, None), ("preset", args.preset, "paper")) if v != d}
     for k in kw:
         if k not in inspect.signature(fn).parameters:
             raise ValueError(f"{k}: this earmem's {fn.__name__}() does not take {k}= yet (only the default)")

@@ -770,16 +770,16 @@ def test_no_option_ends_in_a_traceback(env, capsys, argv):
 
 
 def test_learning_flags_are_passed_on(env, capsys, monkeypatch):
-    "--retriever/--preset reach chapter 11's functions as keywords, only when not the default (older code keeps working)."
+    "--retriever/--preset reach chapter 11's functions as keywords, only when not the default (None = the preset's)."
     import earmem.cli as cli
     seen = []
     def fake_reproduce(benchmark, method, split, encoder, k, K, seed, test_size, data, progress=True, log=None,
-                       retriever="dense", preset="default"):
+                       retriever=None, preset="paper"):
         seen.append({"retriever": retriever, "preset": preset}); raise ValueError("stop: seen")
     monkeypatch.setattr(cli, "reproduce", fake_reproduce)
-    assert run(capsys, "reproduce", "locomo", "method", "retriever", "--retriever", "bm25", "--preset", "paper", "--quiet")[0] == 2
+    assert run(capsys, "reproduce", "locomo", "method", "retriever", "--retriever", "bm25", "--preset", "tuned", "--quiet")[0] == 2
     assert run(capsys, "reproduce", "locomo", "--method", "retriever", "--quiet")[0] == 2
-    assert seen == [{"retriever": "bm25", "preset": "paper"}, {"retriever": "dense", "preset": "default"}]
+    assert seen == [{"retriever": "bm25", "preset": "tuned"}, {"retriever": None, "preset": "paper"}]
     def old_reproduce(benchmark, method, split, encoder, k, K, seed, test_size, data, progress=True, log=None):
         raise ValueError("stop: old")
     monkeypatch.setattr(cli, "reproduce", old_reproduce)
@@ -788,8 +788,8 @@ def test_learning_flags_are_passed_on(env, capsys, monkeypatch):
     code, _, err = run(capsys, "reproduce", "locomo", "method", "retriever", "--retriever", "hybrid", "--quiet")
     one_line_error(err, "retriever: this earmem's old_reproduce() does not take retriever= yet")
     seen.clear()
-    def fake_tables(*a, retriever="dense", preset="default", **kw):
+    def fake_tables(*a, retriever=None, preset="paper", **kw):
         seen.append((retriever, preset)); raise ValueError("stop: tables")
     monkeypatch.setattr(cli, "reproduce_tables", fake_tables)
-    assert run(capsys, "reproduce", "locomo", "tables", "--preset", "paper", "--quiet")[0] == 2
-    assert seen == [("dense", "paper")]
+    assert run(capsys, "reproduce", "locomo", "tables", "--preset", "tuned", "--quiet")[0] == 2
+    assert seen == [(None, "tuned")]

@@ -13,8 +13,8 @@ from .core import Encoder, atomic_write, check_positive_int
 from .critic import CitationSimulator
 from .replay import EARConfig
 from .data import load_locomo, load_longmemeval
-from .evaluation import (BENCHMARKS, METHODS, CriticSettings, format_table, format_tables_report, parse_overrides,
-                               plot_tables, reproduce, reproduce_tables)
+from .evaluation import BENCHMARKS, METHODS, CriticSettings, format_table, reproduce
+from .tables import format_tables_report, parse_overrides, plot_tables, reproduce_tables
 from .analysis import ANALYSES, run_analyses
 import earmem.two_stores  # noqa: F401  (files the two-store analyses and candidate sets)
 from .commands import _fail, _guarded, add_memory_parser, run_memory_command, _add_data_parser, _add_serve_parser

@@ -5,16 +5,18 @@
 # %% ../nbs/29_commands.ipynb #40692dc8
 from __future__ import annotations
 import argparse, importlib, json, os, re, sqlite3, sys
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Callable
 from .core import Encoder
-from .data import DATA_SOURCES, data_report, download_data
+from .data import (LOCOMO_NAMES, LOCOMO_SHA256, LOCOMO_SOURCE, LOCOMO_URL, LONGMEMEVAL_NAMES, LONGMEMEVAL_URL,
+                         check_locomo, check_longmemeval, check_options, data_root, fetch_file, sha256_of, _check_json,
+                         _locate)
 from .hygiene import KINDS, STORES, HashingEncoder, normalise_item
 from .memory import MemoryStore, benchmark_store
 
 # %% auto #0
-__all__ = ['add_memory_parser', 'run_memory_command']
+__all__ = ['DATA_SOURCES', 'add_memory_parser', 'run_memory_command', 'DataSource', 'download_data', 'data_report']
 
 # %% ../nbs/29_commands.ipynb #d6f8fc78
 def _one_line(e: BaseException) -> str:
@@ -319,6 +321,59 @@ def _guarded(func: Callable, args) -> int:
 def run_memory_command(args) -> int:
     "Run parsed `memory` arguments; errors print one line 'earmem: error: …' and return 2."
     return _guarded(args.memory_func, args)
+
+# %% ../nbs/29_commands.ipynb #d1a36881
+@dataclass(frozen=True)
+class DataSource:
+    "One downloadable benchmark file: its source, its places under a data folder, and how a download is verified."
+    title: str
+    url: str
+    names: tuple  # paths under a data folder the loader looks at; the first is where a download goes
+    sha256: str | None  # pinned checksum, or None (then only the structure is checked)
+    check: Callable  # check(data, file): a ValueError unless `data` has the official structure
+    source: str  # where the official file lives, in words
+
+DATA_SOURCES = {"locomo": DataSource("LoCoMo", LOCOMO_URL, LOCOMO_NAMES, LOCOMO_SHA256, check_locomo, LOCOMO_SOURCE),
+                "longmemeval": DataSource("LongMemEval_S", LONGMEMEVAL_URL, LONGMEMEVAL_NAMES, None, check_longmemeval,
+                                          "the xiaowu0162/longmemeval data set on the Hugging Face hub, file longmemeval_s")}
+
+def _data_source(name) -> DataSource:
+    if name not in DATA_SOURCES: raise ValueError(f"name: unknown benchmark {name!r}; expected one of {sorted(DATA_SOURCES)}")
+    return DATA_SOURCES[name]
+
+def _data_folder(path) -> tuple:
+    "(root, origin) of a data folder; a ValueError when the root is a file (loaders take files, these look at folders)."
+    root, origin = data_root(path)
+    if root.is_file(): raise ValueError(f"path: {root} is a file; expected a data folder (from {origin})")
+    return root, origin
+
+def _verified(file: Path, pin: str | None) -> bool | None:
+    "Whether `file` has the pinned checksum (None when there is no pin)."
+    return None if pin is None else sha256_of(file) == pin
+
+def download_data(name: str, root=None, url: str | None = None, sha256: str | bool = True, force: bool = False,
+                  timeout: float = 60, progress: bool = True) -> dict:
+    "Fetch benchmark `name` into data folder `root`: {name, path, action ('downloaded' or 'present'), verified}."
+    src = _data_source(name)
+    check_options(dict(force=force, progress=progress), {})
+    pin = src.sha256 if sha256 is True else (sha256 or None)
+    dest = _data_folder(root)[0] / src.names[0]
+    if dest.is_file() and not force:
+        return {"name": name, "path": str(dest), "action": "present", "verified": _verified(dest, pin)}
+    url = url or src.url
+    fetch_file(url, dest, pin, lambda p: _check_json(p, url, src.title, src.check), timeout, progress)
+    return {"name": name, "path": str(dest), "action": "downloaded", "verified": True if pin else None}
+
+def data_report(path=None) -> dict:
+    "Where the benchmarks are looked up (argument > $EARMEM_DATA > default folder) and what is found there."
+    root, origin = _data_folder(path)
+    out = {"root": str(root), "origin": origin, "benchmarks": {}}
+    for name, src in DATA_SOURCES.items():
+        found, looked, _ = _locate(path, src.names)
+        out["benchmarks"][name] = {"found": str(found) if found else None, "looked": [str(p) for p in looked],
+                                   "bytes": found.stat().st_size if found else None,
+                                   "verified": _verified(found, src.sha256) if found else None}
+    return out
 
 # %% ../nbs/29_commands.ipynb #dd518201
 def _cmd_download(a):

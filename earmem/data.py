@@ -13,15 +13,14 @@ import numpy as np
 import datasets
 from fastcore.basics import patch
 from tqdm.auto import tqdm
-from .core import Memory, Query, MemoryBank, Encoder, atomic_write, check_int, default_cache_dir
+from .core import Memory, Query, MemoryBank, Encoder, check_int, default_cache_dir
 
 # %% auto #0
 __all__ = ['MEMORY_FEATURES', 'QUERY_FEATURES', 'LOCOMO_SOURCE', 'LOCOMO_URL', 'LOCOMO_SHA256', 'LOCOMO_NAMES',
-           'LONGMEMEVAL_SOURCE', 'LONGMEMEVAL_URL', 'LONGMEMEVAL_NAMES', 'LOCOMO_CATEGORIES', 'DATA_SOURCES',
-           'Benchmark', 'data_dir', 'data_root', 'find_data_file', 'check_options', 'DownloadError', 'sha256_of',
-           'fetch_file', 'parse_locomo_datetime', 'parse_dialogue_ids', 'clean_evidence', 'check_locomo',
-           'download_locomo', 'load_locomo', 'parse_longmemeval_date', 'check_longmemeval', 'load_longmemeval',
-           'DataSource', 'download_data', 'data_report']
+           'LONGMEMEVAL_SOURCE', 'LONGMEMEVAL_URL', 'LONGMEMEVAL_NAMES', 'LOCOMO_CATEGORIES', 'Benchmark', 'data_dir',
+           'data_root', 'find_data_file', 'check_options', 'DownloadError', 'sha256_of', 'fetch_file',
+           'parse_locomo_datetime', 'parse_dialogue_ids', 'clean_evidence', 'check_locomo', 'download_locomo',
+           'load_locomo', 'parse_longmemeval_date', 'check_longmemeval', 'load_longmemeval']
 
 # %% ../nbs/10_data.ipynb #e2bad679
 _STRINGS = (getattr(datasets, "List", None) or datasets.Sequence)(datasets.Value("string"))  # datasets ≥ 4 has List
@@ -600,56 +599,3 @@ def load_longmemeval(path=None, *,
                                              score_abstention, report))
     return Benchmark("longmemeval", _table(mem_rows, MEMORY_FEATURES), _table(query_rows, QUERY_FEATURES),
                      report, [], str(file))
-
-# %% ../nbs/10_data.ipynb #d1a36881
-@dataclass(frozen=True)
-class DataSource:
-    "One downloadable benchmark file: its source, its places under a data folder, and how a download is verified."
-    title: str
-    url: str
-    names: tuple  # paths under a data folder the loader looks at; the first is where a download goes
-    sha256: str | None  # pinned checksum, or None (then only the structure is checked)
-    check: Callable  # check(data, file): a ValueError unless `data` has the official structure
-    source: str  # where the official file lives, in words
-
-DATA_SOURCES = {"locomo": DataSource("LoCoMo", LOCOMO_URL, LOCOMO_NAMES, LOCOMO_SHA256, check_locomo, LOCOMO_SOURCE),
-                "longmemeval": DataSource("LongMemEval_S", LONGMEMEVAL_URL, LONGMEMEVAL_NAMES, None, check_longmemeval,
-                                          "the xiaowu0162/longmemeval data set on the Hugging Face hub, file longmemeval_s")}
-
-def _data_source(name) -> DataSource:
-    if name not in DATA_SOURCES: raise ValueError(f"name: unknown benchmark {name!r}; expected one of {sorted(DATA_SOURCES)}")
-    return DATA_SOURCES[name]
-
-def _data_folder(path) -> tuple:
-    "(root, origin) of a data folder; a ValueError when the root is a file (loaders take files, these look at folders)."
-    root, origin = data_root(path)
-    if root.is_file(): raise ValueError(f"path: {root} is a file; expected a data folder (from {origin})")
-    return root, origin
-
-def _verified(file: Path, pin: str | None) -> bool | None:
-    "Whether `file` has the pinned checksum (None when there is no pin)."
-    return None if pin is None else sha256_of(file) == pin
-
-def download_data(name: str, root=None, url: str | None = None, sha256: str | bool = True, force: bool = False,
-                  timeout: float = 60, progress: bool = True) -> dict:
-    "Fetch benchmark `name` into data folder `root`: {name, path, action ('downloaded' or 'present'), verified}."
-    src = _data_source(name)
-    check_options(dict(force=force, progress=progress), {})
-    pin = src.sha256 if sha256 is True else (sha256 or None)
-    dest = _data_folder(root)[0] / src.names[0]
-    if dest.is_file() and not force:
-        return {"name": name, "path": str(dest), "action": "present", "verified": _verified(dest, pin)}
-    url = url or src.url
-    fetch_file(url, dest, pin, lambda p: _check_json(p, url, src.title, src.check), timeout, progress)
-    return {"name": name, "path": str(dest), "action": "downloaded", "verified": True if pin else None}
-
-def data_report(path=None) -> dict:
-    "Where the benchmarks are looked up (argument > $EARMEM_DATA > default folder) and what is found there."
-    root, origin = _data_folder(path)
-    out = {"root": str(root), "origin": origin, "benchmarks": {}}
-    for name, src in DATA_SOURCES.items():
-        found, looked, _ = _locate(path, src.names)
-        out["benchmarks"][name] = {"found": str(found) if found else None, "looked": [str(p) for p in looked],
-                                   "bytes": found.stat().st_size if found else None,
-                                   "verified": _verified(found, src.sha256) if found else None}
-    return out

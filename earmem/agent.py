@@ -87,11 +87,13 @@ class Hits(list):
 
 @dataclass
 class AddResult:
-    "What `add` did: `action` is 'inserted' or 'merged' (into the existing memory `id`)."
+    "What `add` did: `action` is 'inserted', 'merged' (into the existing memory `id`) or 'updated' (`id` supersedes `supersedes`)."
     id: str
     action: str
-    similarity: float | None = None  # cosine to the memory it merged into
+    similarity: float | None = None  # cosine to the memory it merged into (or superseded)
     count: int = 1
+    supersedes: str | None = None  # for 'updated': the id of the memory it replaced (kept as history)
+    reason: str | None = None  # for 'updated': what changed, e.g. "time 4pm → 3pm"
 
 # %% ../nbs/17_agent.ipynb #0abf2079
 def mark_conflicts(hits: list, vectors: np.ndarray, formed: list, config) -> list:
@@ -202,7 +204,8 @@ def _tool_add(store, args: dict) -> dict:
     bad = set(args) - {"text", "kind", "entities", "importance"}
     if bad: raise ValueError(f"arguments: unknown field(s) {sorted(bad)}")
     if "text" not in args or "kind" not in args: raise ValueError("arguments: 'text' and 'kind' are required")
-    return asdict(store.add(args["text"], args["kind"], args.get("entities"), args.get("importance"), source="tool:memory_add"))
+    out = asdict(store.add(args["text"], args["kind"], args.get("entities"), args.get("importance"), source="tool:memory_add"))
+    return {k: v for k, v in out.items() if v is not None or k == "similarity"}
 
 def handle_tool_call(store, name: str, arguments_json: str | dict) -> str:
     "Run one tool call from `tool_specs()` on `store`; returns the JSON text for the tool message (errors as {'error': …})."

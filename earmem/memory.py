@@ -16,7 +16,7 @@ import earmem.agent as agent
 from .core import (Candidates, Encoder, Memory, Query, atomic_write, atomic_write_json, check_matrix,
                          check_positive_int, unit_rows)
 from .hygiene import (DAY, KINDS, KIND_NAMES, STORES, HashingEncoder, StoreConfig, encoder_from_id, iso,
-                            normalise_item, plan_dedupe, recency_decay, token_counter)
+                            judge_change, normalise_item, plan_dedupe, recency_decay, token_counter)
 from .storage import (MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, SQLiteBackend, close_at_exit,
                             create_store_folder, item_row, one_blas_thread, read_manifest)
 from .agent import AddResult, Hit, Hits, Injection, MemoryRecord
@@ -42,8 +42,11 @@ class MemoryStore:
                  config: StoreConfig | None = None,  # ranking knobs; None = the saved ones (defaults for a new store)
                  readonly: bool = False,  # a reader: never writes, follows a writer's commits
                  clock: Callable[[], float] | None = None,  # returns Unix seconds; default time.time
-                 create: bool = True):  # create the store when the folder is missing or empty
+                 create: bool = True,  # create the store when the folder is missing or empty
+                 judge=None):  # restatement-or-update judge for near-duplicates, (old, new) -> Decision; None = the rules (judge_change)
         _check_store_args(path, encoder, config)
+        if judge is not None and not callable(judge): raise TypeError(f"judge: expected a callable (old, new) -> Decision, got {type(judge).__name__}")
+        self.judge = judge or judge_change
         self.path, self.readonly, self.clock = Path(path), bool(readonly), clock or time.time
         self._lock, self._backend = threading.RLock(), None
         self.manifest = self._open_or_create(encoder, config, create)
@@ -173,31 +176,57 @@ def _plan_batch(self: MemoryStore, items: list, V: np.ndarray, exclude: tuple) -
     "Dedupe decisions for a batch: (fresh items, merges into stored memories, per-item plan, explicit ids)."
     ix = self._index
     old, new = ix.near_duplicates([it["kind"] for it in items], V, self.config.dedupe_threshold, exclude)
-    return plan_dedupe(items, V, old, new, ix.dedupe_fields, lambda mid: mid in ix.pos)
+    return plan_dedupe(items, V, old, new, ix.dedupe_fields, lambda mid: mid in ix.pos, self.judge)
 
 # %% ../nbs/18_memory.ipynb #965c11db
+def _with_meta(meta_json: str, **extra) -> str:
+    return json.dumps({**json.loads(meta_json), **extra}, sort_keys=True)
+
+@patch
+def _link_updates(self: MemoryStore, fresh: list, rev: int, now: float) -> list:
+    "Set the supersede links of a written batch (inside `_write`); returns their audit entries."
+    audit, stored = [], []
+    for f in fresh:
+        if f["supersedes"] is None: continue
+        old = fresh[f["supersedes"][1]] if isinstance(f["supersedes"], tuple) else None
+        f["supersedes"] = old["id"] if old is not None else f["supersedes"]
+        f["metadata"] = _with_meta(f["metadata"], supersedes=f["supersedes"])
+        if old is not None: old["metadata"] = _with_meta(old["metadata"], superseded_by=f["id"])
+        else: stored.append((f["supersedes"], ("superseded", _with_meta(self._index.metadata[self._index.pos[f["supersedes"]]], superseded_by=f["id"]))))
+        audit.append((now, f["supersedes"], "supersede", {"by": f["id"], "text": f["text"], "reason": f["reason"]}))
+    self._backend.update_many(("status", "metadata"), stored, rev)
+    return audit
+
 @patch
 def _write_batch(self: MemoryStore, fresh: list, merges: dict, batch_ids: set, rev: int, now: float):
-    "Write the planned batch through the backend (inside `_write`): new rows, merged fields, audit entries."
+    "Write the planned batch through the backend (inside `_write`): new rows, merged fields, supersede links, audit entries."
     b = self._backend
     auto = iter(b.new_ids(sum(f["id"] is None for f in fresh), batch_ids))
     for f in fresh: f["id"] = f["id"] or next(auto)
+    links = self._link_updates(fresh, rev, now)
     b.insert([item_row(f) for f in fresh], rev, revived=batch_ids)
     b.update_many(("count", "accessed", "importance", "confidence", "entities"),
                   [(mid, (m["count"], m["accessed"], m["importance"], m["confidence"], json.dumps(list(m["entities"]))))
                    for mid, m in merges.items()], rev)
-    audit = [(now, f["id"], "insert", {"text": f["text"], "kind": f["kind"], "source": f["source"]}) for f in fresh]
-    audit += [(now, f["id"], "merge", d) for f in fresh for d in f["dups"]]
+    audit = [(now, f["id"], "insert", {"text": f["text"], "kind": f["kind"], "source": f["source"],
+                                       **({"supersedes": f["supersedes"]} if f["supersedes"] else {})}) for f in fresh]
+    audit += links + [(now, f["id"], "merge", d) for f in fresh for d in f["dups"]]
     audit += [(now, mid, "merge", d) for mid, m in merges.items() for d in m["dups"]]
     b.audit_many(audit)
 
+def _add_result(where, ref, sim, decision, fresh: list, merges: dict) -> AddResult:
+    "The `AddResult` of one planned item."
+    if where == "old": return AddResult(ref, "merged", sim, merges[ref]["count"])
+    f = fresh[ref]
+    if decision is not None and decision.is_update: return AddResult(f["id"], "updated", sim, f["count"], f["supersedes"], decision.reason)
+    return AddResult(f["id"], "inserted" if sim is None else "merged", sim, f["count"])
+
 @patch
 def _insert_batch(self: MemoryStore, items: list, V: np.ndarray, rev: int, now: float, exclude: tuple = ()) -> list:
-    "Dedupe `items` (unit embeddings `V`) against active memories and each other, then write them (inside `_write`)."
+    "Dedupe `items` (unit embeddings `V`) against active memories and each other, judge updates, then write them (inside `_write`)."
     fresh, merges, plan, batch_ids = self._plan_batch(items, V, exclude)
     self._write_batch(fresh, merges, batch_ids, rev, now)
-    return [AddResult(ref, "merged", sim, merges[ref]["count"]) if where == "old" else
-            AddResult(fresh[ref]["id"], "inserted" if sim is None else "merged", sim, fresh[ref]["count"]) for where, ref, sim in plan]
+    return [_add_result(*p, fresh, merges) for p in plan]
 
 # %% ../nbs/18_memory.ipynb #14376487
 _BATCH_DEFAULTS = {"kind", "entities", "importance", "timestamp", "source", "confidence", "store", "metadata"}
@@ -256,11 +285,25 @@ def get(self: MemoryStore, id: str) -> MemoryRecord:
     with self._lock: return self._record(id)
 
 @patch
+def _chain(self: MemoryStore, id: str) -> list:
+    "Ids of the versions of memory `id` (following supersedes / superseded_by both ways), oldest first."
+    chain, seen = [id], {id}
+    for key, end in (("supersedes", 0), ("superseded_by", None)):
+        cur = id
+        while True:
+            r = self._backend.row(cur)
+            nxt = json.loads(r[12]).get(key) if r is not None else None
+            if nxt is None or nxt in seen: break
+            seen.add(nxt); cur = nxt
+            chain.insert(0, nxt) if end == 0 else chain.append(nxt)
+    return chain
+
+@patch
 def history(self: MemoryStore, id: str) -> list:
-    "The audit trail of memory `id`, oldest first: dicts with at, action and detail."
+    "The audit trail of memory `id` and of the versions it superseded or was superseded by, oldest first: dicts with id, at, action and detail."
     self._check_open()
-    with self._lock: rows = self._backend.history(id)
-    return [{"at": iso(a), "action": act, "detail": d} for a, act, d in rows]
+    with self._lock: rows = self._backend.history(self._chain(id))
+    return [{"id": mid, "at": iso(a), "action": act, "detail": d} for a, mid, act, d in rows]
 
 # %% ../nbs/18_memory.ipynb #523dac67
 _UPDATABLE = ("text", "kind", "entities", "importance", "confidence", "timestamp", "source", "metadata")

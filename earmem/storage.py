@@ -55,7 +55,8 @@ _COLUMNS = ", ".join(COLUMNS)
 def item_row(f: dict) -> tuple:
     "A normalised memory (with `vec`, `count`, `accessed` and an `id`) as a row tuple in `COLUMNS` order."
     return (f["id"], f["text"], f["kind"], f["store"], json.dumps(list(f["entities"])), f["importance"], f["confidence"],
-            f["created"], f["accessed"], f["count"], f["source"], "active", f["metadata"], f["vec"].astype(np.float32).tobytes())
+            f["created"], f["accessed"], f["count"], f["source"], f.get("status", "active"), f["metadata"],
+            f["vec"].astype(np.float32).tobytes())
 
 # %% ../nbs/16_storage.ipynb #96f0a7d5
 _BLAS = []
@@ -310,7 +311,7 @@ def near_duplicates(self: _Index, kinds: list, V: np.ndarray, thr: float, exclud
 @patch
 def dedupe_fields(self: _Index, r: int) -> dict:
     "The fields of row `r` that the dedupe rule reads and merges (`earmem.hygiene.plan_dedupe`)."
-    return dict(id=self.ids[r], entities=self.entities[r], count=int(self.count[r]), accessed=float(self.accessed[r]),
+    return dict(id=self.ids[r], text=self.texts[r], entities=self.entities[r], count=int(self.count[r]), accessed=float(self.accessed[r]),
                 importance=float(self.importance[r]), confidence=float(self.confidence[r]))
 
 # %% ../nbs/16_storage.ipynb #95fc01a8
@@ -519,10 +520,12 @@ def ids(self: SQLiteBackend, include_retracted: bool = False) -> list:
     return [r[0] for r in self.db.execute(f"SELECT id FROM memories{where} ORDER BY seq")]
 
 @patch
-def history(self: SQLiteBackend, mid: str) -> list:
-    "(at, action, detail dict) of memory `mid`'s audit entries, oldest first."
-    rows = self.db.execute("SELECT at, action, detail FROM audit WHERE memory_id=? ORDER BY seq", (mid,)).fetchall()
-    return [(at, act, json.loads(d)) for at, act, d in rows]
+def history(self: SQLiteBackend, ids) -> list:
+    "(at, memory id, action, detail dict) of the audit entries of memory `ids` (one id or several), oldest first."
+    ids = [ids] if isinstance(ids, str) else list(ids)
+    rows = self.db.execute(f"SELECT at, memory_id, action, detail FROM audit WHERE memory_id IN ({', '.join('?' * len(ids))}) "
+                           "ORDER BY seq", ids).fetchall()
+    return [(at, mid, act, json.loads(d)) for at, mid, act, d in rows]
 
 @patch
 def log_feedback(self: SQLiteBackend, at: float, query: str, slate: list, labels: list, learner: str):
@@ -535,7 +538,8 @@ def counts(self: SQLiteBackend) -> dict:
     "Active memories by kind and by store, retracted memories, feedback events."
     q = lambda sql: self.db.execute(sql).fetchall()
     by = lambda col: dict(q(f"SELECT {col}, COUNT(*) FROM memories WHERE status='active' GROUP BY {col} ORDER BY {col}"))
-    return {"retracted": q("SELECT COUNT(*) FROM memories WHERE status='retracted'")[0][0], "by_kind": by("kind"),
+    return {"retracted": q("SELECT COUNT(*) FROM memories WHERE status='retracted'")[0][0],
+            "superseded": q("SELECT COUNT(*) FROM memories WHERE status='superseded'")[0][0], "by_kind": by("kind"),
             "by_store": by("store"), "feedback": q("SELECT COUNT(*) FROM feedback")[0][0]}
 
 @patch

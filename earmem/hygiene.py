@@ -13,14 +13,17 @@ import numpy as np
 from .core import (DEFAULT_MODEL, Encoder, Memory, check_choice, check_number, check_positive_int,
                          check_probability, check_int)
 from .llm import _safe_json
+from .replay import EARConfig
 from .data import parse_locomo_datetime
 
 # %% auto #0
-__all__ = ['KINDS', 'STORES', 'KIND_CODES', 'KIND_NAMES', 'DAY', 'ITEM_FIELDS', 'ACTIONS', 'UPDATE_SYSTEM', 'check_kind',
-           'is_chatter', 'derive_importance', 'check_entities', 'entities_overlap', 'merge_confidence', 'to_epoch',
-           'iso', 'recency_decay', 'StoreConfig', 'normalise_item', 'Decision', 'Judge', 'clean_text', 'slots',
-           'slot_changes', 'judge_change', 'update_messages', 'parse_decision', 'LLMJudge', 'llm_judge', 'judge_scores',
-           'merge_duplicate', 'plan_dedupe', 'WordTokenizer', 'HashingEncoder', 'encoder_from_id', 'token_counter']
+__all__ = ['KINDS', 'STORES', 'KIND_CODES', 'KIND_NAMES', 'MAX_ENTITY_CHARS', 'MAX_ID_CHARS', 'MAX_METADATA_CHARS', 'MAX_DEPTH',
+           'DAY', 'MAX_LEARNING_RATE', 'ITEM_FIELDS', 'TIME_RANGE', 'ACTIONS', 'UPDATE_SYSTEM', 'check_kind',
+           'is_chatter', 'derive_importance', 'check_line', 'json_depth', 'check_entities', 'entities_overlap',
+           'merge_confidence', 'to_epoch', 'iso', 'recency_decay', 'check_seed_and_ear', 'StoreConfig', 'check_time',
+           'normalise_item', 'Decision', 'Judge', 'clean_text', 'slots', 'slot_changes', 'judge_change',
+           'update_messages', 'parse_decision', 'LLMJudge', 'llm_judge', 'judge_scores', 'merge_duplicate',
+           'plan_dedupe', 'WordTokenizer', 'HashingEncoder', 'encoder_from_id', 'token_counter']
 
 # %% ../nbs/15_hygiene.ipynb #3c84f3a9
 KINDS = {  # kind → (store, base importance)
@@ -68,8 +71,27 @@ def derive_importance(text: str, kind: str) -> float:
     return round(min(1.0, max(0.0, float(importance))), 3)
 
 # %% ../nbs/15_hygiene.ipynb #bbdfcdc4
+MAX_ENTITY_CHARS, MAX_ID_CHARS, MAX_METADATA_CHARS, MAX_DEPTH = 200, 200, 65_536, 8
+
+def check_line(s: str, name: str, max_chars: int) -> str:
+    "`s` in NFC, one line without control characters (so it cannot forge a line of an injected block), at most `max_chars`."
+    s = unicodedata.normalize("NFC", s)
+    bad = next((c for c in s if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp")), None)
+    if bad is not None: raise ValueError(f"{name}: contains the control character {bad!r}; expected one line of text")
+    if len(s) > max_chars: raise ValueError(f"{name}: is {len(s)} characters long; at most {max_chars} are allowed")
+    return s
+
+def json_depth(x, limit: int = MAX_DEPTH) -> int:
+    "Nesting depth of a JSON-like value, computed without recursion; stops counting past `limit`."
+    depth, level = 0, [x]
+    while level and depth <= limit:
+        level = [v for y in level if isinstance(y, (dict, list, tuple)) for v in (y.values() if isinstance(y, dict) else y)]
+        depth += 1
+    return depth
+
+# %% ../nbs/15_hygiene.ipynb #72bd07bc
 def check_entities(entities, name: str = "entities") -> tuple:
-    "Entity names as a tuple of stripped strings, case-insensitive duplicates dropped (None → ())."
+    "Entity names as a tuple of stripped NFC strings, case-insensitive duplicates dropped (None → ())."
     if entities is None: return ()
     if isinstance(entities, str): entities = [entities]
     if not isinstance(entities, (list, tuple, set, frozenset)):
@@ -77,7 +99,8 @@ def check_entities(entities, name: str = "entities") -> tuple:
     out = []
     for e in entities:
         if not isinstance(e, str) or not e.strip(): raise ValueError(f"{name}: every entity must be a non-empty string, got {e!r}")
-        if e.strip().casefold() not in {o.casefold() for o in out}: out.append(e.strip())
+        e = check_line(e.strip(), name, MAX_ENTITY_CHARS)
+        if e.casefold() not in {o.casefold() for o in out}: out.append(e)
     return tuple(out)
 
 def entities_overlap(a: tuple, b: tuple) -> bool:
@@ -122,6 +145,18 @@ def recency_decay(age_seconds, half_life_seconds: float) -> np.ndarray:
     return np.exp2(-np.maximum(np.asarray(age_seconds, dtype=np.float64), 0.0) / half_life_seconds)
 
 # %% ../nbs/15_hygiene.ipynb #ff38953b
+MAX_LEARNING_RATE = 0.1  # a store learns online from few labels: a larger step only makes the adapter diverge
+
+def check_seed_and_ear(config) -> None:
+    "Validate the learner settings of a `StoreConfig`: a real EARConfig with a sane learning rate, an integer seed."
+    check_int(config.seed, "seed")
+    ear = {"K": config.candidates, "s": min(5, config.candidates), **config.ear}
+    try: EARConfig(**ear)
+    except TypeError as e: raise ValueError(f"ear: {e}") from None
+    except ValueError as e: raise ValueError(f"ear: {e}") from None
+    check_number(ear.get("lr", 1e-4), "ear['lr']", low=0, high=MAX_LEARNING_RATE, low_open=True)
+
+# %% ../nbs/15_hygiene.ipynb #d4d6315c
 @dataclass
 class StoreConfig:
     "Ranking, hygiene and learning knobs of a `MemoryStore` (saved in its manifest)."
@@ -146,6 +181,7 @@ class StoreConfig:
         self.conflict_kinds = tuple(check_kind(k, "conflict_kinds") for k in self.conflict_kinds)
         for n in ("candidates", "checkpoint_every"): check_positive_int(getattr(self, n), n)
         if not isinstance(self.ear, dict): raise TypeError(f"ear: expected a dict of EARConfig overrides, got {type(self.ear).__name__}")
+        check_seed_and_ear(self)
 
     def to_json(self) -> dict: return {**asdict(self), "conflict_kinds": list(self.conflict_kinds)}
 
@@ -177,8 +213,19 @@ def _check_optional_str(x, name: str):
 
 def _metadata_json(meta, name: str) -> str:
     if not isinstance(meta, dict): raise TypeError(f"{name}: expected a dict, got {type(meta).__name__}")
-    try: return json.dumps(meta, sort_keys=True)
-    except TypeError as e: raise TypeError(f"{name}: must be JSON-serialisable ({e})") from None
+    if json_depth(meta) > MAX_DEPTH: raise ValueError(f"{name}: is nested more than {MAX_DEPTH} levels deep")
+    try: out = json.dumps(meta, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as e: raise TypeError(f"{name}: must be JSON-serialisable without NaN ({e})") from None
+    if len(out) > MAX_METADATA_CHARS: raise ValueError(f"{name}: is {len(out)} characters as JSON; at most {MAX_METADATA_CHARS} are allowed")
+    return out
+
+TIME_RANGE = (-2208988800.0, 7258118400.0)  # 1900-01-01 .. 2200-01-01 UTC: the times a memory may carry
+
+def check_time(epoch: float, name: str) -> float:
+    "`epoch` (Unix seconds) within `TIME_RANGE`."
+    if not TIME_RANGE[0] <= epoch < TIME_RANGE[1]:
+        raise ValueError(f"{name}: {epoch!r} is outside the supported range 1900-01-01 .. 2200-01-01 (UTC)")
+    return epoch
 
 # %% ../nbs/15_hygiene.ipynb #6a5e8e35
 def normalise_item(item, where: str, now: float, defaults: dict) -> dict:
@@ -195,8 +242,10 @@ def normalise_item(item, where: str, now: float, defaults: dict) -> dict:
     imp = derive_importance(text, kind) if imp is None else check_probability(imp, f"{where}importance")
     mid = it.get("id")
     if mid is not None and (not isinstance(mid, str) or not mid.strip()): raise ValueError(f"{where}id: expected a non-empty string, got {mid!r}")
+    if mid is not None: mid = check_line(mid, f"{where}id", MAX_ID_CHARS)
     ts = to_epoch(it.get("timestamp"), f"{where}timestamp")
-    return dict(id=mid, text=text.strip(), kind=kind, store=store, entities=check_entities(it.get("entities"), f"{where}entities"),
+    if ts is not None: check_time(ts, f"{where}timestamp")
+    return dict(id=mid, text=unicodedata.normalize("NFC", text.strip()), kind=kind, store=store, entities=check_entities(it.get("entities"), f"{where}entities"),
                 importance=imp, confidence=check_probability(it.get("confidence", 0.7), f"{where}confidence"),
                 created=now if ts is None else ts, source=_check_optional_str(it.get("source"), f"{where}source"),
                 metadata=_metadata_json(it.get("metadata", {}), f"{where}metadata"))

@@ -591,6 +591,7 @@ def _learn_and_log(self: MemoryStore, hits: Hits, labels: list) -> dict:
     if self.learner_problem is None: self._learner_seq = seq
     return out
 
+# %% ../nbs/18_memory.ipynb #16271c92
 @patch
 def feedback(self: MemoryStore,
              hits: Hits,  # what search() returned (and the agent saw)

@@ -467,6 +467,7 @@ def _holder(path: Path) -> str:
     alive = _pid_alive(int(pid)) if pid.isdigit() else False
     return f" (last taken by pid {pid}{'' if alive else ', no longer running'}, {time.time() - float(since):.0f} s ago)"
 
+# %% ../nbs/16_storage.ipynb #db41d2c5
 def name_fault(e: BaseException, path: Path, timeout: float = 0) -> BaseException | None:
     "The error that names the cause and the path of a failed write (disk full, read-only, permissions, lock), or None."
     msg, code = str(e).lower(), getattr(e, "errno", None)

@@ -11,10 +11,11 @@ from .hygiene import HashingEncoder, StoreConfig
 from .memory import MemoryStore
 
 # %% auto #0
-__all__ = ['OPERATIONS', 'seed_store', 'crash_trials', 'concurrency_run', 'main']
+__all__ = ['OPERATIONS', 'PRELOAD', 'seed_store', 'crash_trials', 'concurrency_run', 'main']
 
 # %% ../nbs/19_reliability.ipynb #f19e209f
 OPERATIONS = ("add", "update", "retract", "feedback", "checkpoint")
+PRELOAD = ["earmem.memory", "earmem.replay", "safetensors.torch", "safetensors.numpy"]  # imported once by the forkserver
 _QUERIES = ["Dana database", "Caroline counseling", "Melanie painting", "deploy window", "standup time"]
 
 def _config(op: str) -> StoreConfig:
@@ -82,7 +83,7 @@ def crash_trials(op: str, trials: int = 100, folder: str | Path = "crash-runs", 
     "SIGKILL a process doing `op` at a random moment, `trials` times; count committed calls found after reopening."
     if op not in OPERATIONS: raise ValueError(f"op: expected one of {OPERATIONS}, got {op!r}")
     ctx, rng, path = mp.get_context("forkserver"), random.Random(seed), Path(folder) / op
-    ctx.set_forkserver_preload(["earmem.memory"])
+    ctx.set_forkserver_preload(PRELOAD)
     if not path.exists(): seed_store(path, op, n=100 * trials if op == "retract" else 200)
     out = {"op": op, "trials": trials, "committed": 0, "found": 0, "lost": 0, "check_failed": 0, "learner_mismatch": 0}
     done_retracts = 0
@@ -133,7 +134,7 @@ def concurrency_run(folder: str | Path = "concurrency-run", feeders: int = 4, ca
                     quota: int = 100, kill_every: float = 1.0, seed: int = 0) -> dict:
     "`feeders` processes × `calls` feedback and `adders` adding processes on one store, SIGKILLed and restarted at random."
     ctx, rng, folder = mp.get_context("forkserver"), random.Random(seed), Path(folder)
-    ctx.set_forkserver_preload(["earmem.memory"])
+    ctx.set_forkserver_preload(PRELOAD)
     path = folder / "store"
     seed_store(path, "feedback", n=200)
     procs, kills, done = {}, 0, {}

@@ -131,8 +131,8 @@ def _spawn(ctx, kind: str, k: int, args: tuple, folder: Path, done: dict):
     return p
 
 def concurrency_run(folder: str | Path = "concurrency-run", feeders: int = 4, calls: int = 100, adders: int = 2,
-                    quota: int = 100, kill_every: float = 1.0, seed: int = 0) -> dict:
-    "`feeders` processes × `calls` feedback and `adders` adding processes on one store, SIGKILLed and restarted at random."
+                    quota: int = 100, kill_every: float = 1.0, seed: int = 0, max_kills: int = 40) -> dict:
+    "`feeders` processes × `calls` feedback and `adders` adding processes on one store, SIGKILLed (at most `max_kills` times) and restarted."
     ctx, rng, folder = mp.get_context("forkserver"), random.Random(seed), Path(folder)
     ctx.set_forkserver_preload(PRELOAD)
     path = folder / "store"
@@ -144,12 +144,14 @@ def concurrency_run(folder: str | Path = "concurrency-run", feeders: int = 4, ca
         time.sleep(rng.uniform(0.2, 2 * kill_every))
         live = [key for key, p in procs.items() if p.is_alive()]
         if not live: break
+        if kills >= max_kills: continue  # enough kills: let the last workers finish (kill rate per worker would only grow)
         key = rng.choice(live)
         os.kill(procs[key].pid, signal.SIGKILL); procs[key].join(); kills += 1
         if key[0] == "fb": done[key] = done.get(key, 0) + 1  # the call in flight may or may not be logged: skip it
         procs[key] = _spawn(ctx, key[0], key[1], (str(path), calls, quota), folder, done)
     for p in procs.values(): p.join()
-    return _concurrency_figures(path, folder, feeders, adders, calls, quota, kills)
+    crashed = sum(p.exitcode != 0 for p in procs.values())  # a worker that died by itself (not by our SIGKILL) stays dead
+    return {**_concurrency_figures(path, folder, feeders, adders, calls, quota, kills), "workers_crashed": crashed}
 
 def _concurrency_figures(path: Path, folder: Path, feeders: int, adders: int, calls: int, quota: int, kills: int) -> dict:
     "What the run promised, measured after reopening the store."

@@ -655,14 +655,19 @@ def save_learner(self: SQLiteBackend, learner, seq: int, force: bool = False) ->
     return cur
 
 # %% ../nbs/16_storage.ipynb #208981bc
+def _age(entry: Path, now: float) -> float:
+    "Seconds since `entry` changed (0 when another process removed it meanwhile)."
+    try: return now - entry.stat().st_mtime
+    except FileNotFoundError: return 0.0
+
 def _removable(entry: Path, current: str, keep: set, now: float) -> bool:
-    "True for a checkpoint folder or temporary entry that no reader can still need."
+    "True for a checkpoint folder or temporary entry that no reader can still need (other processes prune too)."
     if entry.name == current or entry.name in keep: return False
     m = _CHECKPOINT.match(entry.name)
     if m and int(m.group(1)) >= learner_seq(current) and entry.name > current:  # newer than the pointer: a save in flight?
         return not _pid_alive(int(m.group(2)))
-    if entry.name.startswith("."): return (m is not None and not _pid_alive(int(m.group(2)))) or now - entry.stat().st_mtime > 3600
-    return now - entry.stat().st_mtime > CHECKPOINT_GRACE
+    if entry.name.startswith("."): return (m is not None and not _pid_alive(int(m.group(2)))) or _age(entry, now) > 3600
+    return _age(entry, now) > CHECKPOINT_GRACE
 
 @patch
 def prune_checkpoints(self: SQLiteBackend) -> int:

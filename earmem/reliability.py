@@ -34,6 +34,7 @@ def _one(s: MemoryStore, op: str, trial: int, i: int) -> str:
     if op == "add": return s.add(f"crash memory {trial}-{i} about {_QUERIES[i % 5]}", "episode", id=f"t{trial}-{i}").id
     if op == "update": return s.update("u", text=f"the value of u is {trial * 100000 + i}").text
     if op == "retract":
+        if f"r{i}" not in s: time.sleep(3600)  # the seeded memories ran out: wait for the kill
         if s.get(f"r{i}").status == "active": s.retract(f"r{i}", "wrong")
         return f"r{i}"
     h = s.search(_QUERIES[i % 5], k=3)
@@ -84,7 +85,7 @@ def crash_trials(op: str, trials: int = 100, folder: str | Path = "crash-runs", 
     if op not in OPERATIONS: raise ValueError(f"op: expected one of {OPERATIONS}, got {op!r}")
     ctx, rng, path = mp.get_context("forkserver"), random.Random(seed), Path(folder) / op
     ctx.set_forkserver_preload(PRELOAD)
-    if not path.exists(): seed_store(path, op, n=100 * trials if op == "retract" else 200)
+    if not path.exists(): seed_store(path, op, n=300 * trials if op == "retract" else 200)
     out = {"op": op, "trials": trials, "committed": 0, "found": 0, "lost": 0, "check_failed": 0, "learner_mismatch": 0}
     done_retracts = 0
     for t in range(trials):

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field, asdict
 from typing import Callable, Sequence
 import numpy as np
 from .core import Candidates, Memory, check_positive_int
-from .hygiene import KINDS, entities_overlap
+from .hygiene import KINDS, MAX_DEPTH, entities_overlap, json_depth
 
 # %% auto #0
-__all__ = ['confidence_word', 'MemoryRecord', 'Hit', 'Hits', 'AddResult', 'mark_conflicts', 'Injection', 'provenance_line',
-           'inject', 'tool_specs', 'handle_tool_call']
+__all__ = ['MAX_ARGUMENT_CHARS', 'confidence_word', 'MemoryRecord', 'Hit', 'Hits', 'AddResult', 'mark_conflicts', 'Injection',
+           'provenance_line', 'inject', 'tool_specs', 'handle_tool_call']
 
 # %% ../nbs/17_agent.ipynb #63dd6418
 def confidence_word(c: float) -> str:
@@ -87,11 +87,13 @@ class Hits(list):
 
 @dataclass
 class AddResult:
-    "What `add` did: `action` is 'inserted' or 'merged' (into the existing memory `id`)."
+    "What `add` did: `action` is 'inserted', 'merged' (into the existing memory `id`) or 'updated' (`id` supersedes `supersedes`)."
     id: str
     action: str
-    similarity: float | None = None  # cosine to the memory it merged into
+    similarity: float | None = None  # cosine to the memory it merged into (or superseded)
     count: int = 1
+    supersedes: str | None = None  # for 'updated': the id of the memory it replaced (kept as history)
+    reason: str | None = None  # for 'updated': what changed, e.g. "time 4pm → 3pm"
 
 # %% ../nbs/17_agent.ipynb #0abf2079
 def mark_conflicts(hits: list, vectors: np.ndarray, formed: list, config) -> list:
@@ -121,8 +123,8 @@ def provenance_line(hit: MemoryRecord, show_ids: bool = True, supersedes: dict |
     label = f"{hit.timestamp[:10]}, {hit.kind}, confidence {confidence_word(hit.confidence)}"
     older = [supersedes[o] for o in getattr(hit, "supersedes", ()) if supersedes and o in supersedes]
     if older: label += f", supersedes an older memory of {min(older)}"
-    text = " ".join(hit.text.split())
-    return f"{'[' + hit.id + '] ' if show_ids else ''}From memory ({label}): {text}"
+    text, mid = " ".join(hit.text.split()), "".join(c if c.isprintable() else "?" for c in hit.id)
+    return f"{'[' + mid + '] ' if show_ids else ''}From memory ({label}): {text}"
 
 # %% ../nbs/17_agent.ipynb #71acb576
 def _checked_hits(hits) -> list:
@@ -202,15 +204,29 @@ def _tool_add(store, args: dict) -> dict:
     bad = set(args) - {"text", "kind", "entities", "importance"}
     if bad: raise ValueError(f"arguments: unknown field(s) {sorted(bad)}")
     if "text" not in args or "kind" not in args: raise ValueError("arguments: 'text' and 'kind' are required")
-    return asdict(store.add(args["text"], args["kind"], args.get("entities"), args.get("importance"), source="tool:memory_add"))
+    out = asdict(store.add(args["text"], args["kind"], args.get("entities"), args.get("importance"), source="tool:memory_add"))
+    return {k: v for k, v in out.items() if v is not None or k == "similarity"}
+
+MAX_ARGUMENT_CHARS = 100_000
+
+def _tool_arguments(arguments_json) -> dict:
+    "The arguments of a tool call as a dict, within size and depth limits (checked before parsing deep JSON)."
+    if isinstance(arguments_json, str):
+        if len(arguments_json) > MAX_ARGUMENT_CHARS: raise ValueError(f"arguments: longer than {MAX_ARGUMENT_CHARS} characters")
+        if max(arguments_json.count("["), arguments_json.count("{")) > 1000: raise ValueError("arguments: too deeply nested")
+        args = json.loads(arguments_json)
+    else: args = arguments_json
+    if not isinstance(args, dict): raise ValueError("arguments: expected a JSON object")
+    if json_depth(args) > MAX_DEPTH: raise ValueError(f"arguments: nested more than {MAX_DEPTH} levels deep")
+    return dict(args)
 
 def handle_tool_call(store, name: str, arguments_json: str | dict) -> str:
     "Run one tool call from `tool_specs()` on `store`; returns the JSON text for the tool message (errors as {'error': …})."
     tools = {"memory_search": _tool_search, "memory_add": _tool_add}
     try:
-        args = json.loads(arguments_json) if isinstance(arguments_json, str) else dict(arguments_json)
-        if not isinstance(args, dict): raise ValueError("arguments: expected a JSON object")
+        args = _tool_arguments(arguments_json)
         if name not in tools: raise ValueError(f"name: unknown tool {name!r}; expected memory_search or memory_add")
         return json.dumps(tools[name](store, args))
-    except (ValueError, TypeError, KeyError, PermissionError) as e:
-        return json.dumps({"error": str(e).strip("'\"")})
+    except Exception as e:  # a tool call answers, it never raises: the model reads the error and can retry
+        msg = str(e).strip("'\"") or type(e).__name__
+        return json.dumps({"error": msg if isinstance(e, (ValueError, TypeError, KeyError, PermissionError)) else f"{type(e).__name__}: {msg}"})

@@ -4,7 +4,7 @@
 
 # %% ../nbs/18_memory.ipynb #9a7b2e27
 from __future__ import annotations
-import json, os, tempfile, threading, time
+import json, os, tempfile, threading, time, warnings
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -14,15 +14,16 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 import earmem.agent as agent
 from .core import (Candidates, Encoder, Memory, Query, atomic_write, atomic_write_json, check_matrix,
-                         check_positive_int, unit_rows)
+                         check_number, check_positive_int, unit_rows)
 from .hygiene import (DAY, KINDS, KIND_NAMES, STORES, HashingEncoder, StoreConfig, encoder_from_id, iso,
-                            normalise_item, plan_dedupe, recency_decay, token_counter)
-from .storage import (MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, SQLiteBackend, close_at_exit,
+                            judge_change, normalise_item, plan_dedupe, recency_decay, token_counter)
+from .storage import (DB_NAME, MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, SQLiteBackend, check_finite_learner, close_at_exit,
+                            learner_seq,
                             create_store_folder, item_row, one_blas_thread, read_manifest)
 from .agent import AddResult, Hit, Hits, Injection, MemoryRecord
 
 # %% auto #0
-__all__ = ['MemoryStore', 'benchmark_store']
+__all__ = ['MemoryStore', 'folder_writable', 'benchmark_store']
 
 # %% ../nbs/18_memory.ipynb #4aaec009
 def _check_store_args(path, encoder, config):
@@ -42,11 +43,18 @@ class MemoryStore:
                  config: StoreConfig | None = None,  # ranking knobs; None = the saved ones (defaults for a new store)
                  readonly: bool = False,  # a reader: never writes, follows a writer's commits
                  clock: Callable[[], float] | None = None,  # returns Unix seconds; default time.time
-                 create: bool = True):  # create the store when the folder is missing or empty
+                 create: bool = True,  # create the store when the folder is missing or empty
+                 judge=None,  # restatement-or-update judge for near-duplicates, (old, new) -> Decision; None = the rules (judge_change)
+                 lock_timeout: float = 10.0):  # seconds to wait for another process's write lock before a TimeoutError
         _check_store_args(path, encoder, config)
+        self.lock_timeout = check_number(lock_timeout, "lock_timeout", low=0, high=3600)
+        if judge is not None and not callable(judge): raise TypeError(f"judge: expected a callable (old, new) -> Decision, got {type(judge).__name__}")
+        self.judge = judge or judge_change
         self.path, self.readonly, self.clock = Path(path), bool(readonly), clock or time.time
         self._lock, self._backend = threading.RLock(), None
         self.manifest = self._open_or_create(encoder, config, create)
+        self.readonly_reason = "opened with readonly=True" if self.readonly else None
+        if not self.readonly and not folder_writable(self.path): self._fall_back_to_readonly()
         self.dim = self.manifest["dim"]
         if encoder is not None and encoder.model_id != self.manifest["encoder"]:
             raise ValueError(f"encoder: the store at {self.path} was built with {self.manifest['encoder']!r}, "
@@ -77,6 +85,20 @@ class MemoryStore:
     def __repr__(self): return f"MemoryStore({str(self.path)!r}, {len(self)} memories, encoder={self.manifest['encoder']!r}, dim={self.dim})"
 
 # %% ../nbs/18_memory.ipynb #504b90f8
+def folder_writable(path: Path) -> bool:
+    "True when this process may write the store folder and its database (False on a read-only file system)."
+    return os.access(path, os.W_OK) and os.access(path / DB_NAME, os.W_OK) and not _read_only_mount(path)
+
+def _read_only_mount(path: Path) -> bool:
+    try: return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError): return False
+
+@patch
+def _fall_back_to_readonly(self: MemoryStore):
+    "Open a store this process cannot write as a reader (search works, writes raise PermissionError naming the cause)."
+    self.readonly, self.readonly_reason = True, f"{self.path} is on a read-only file system or not writable by this user"
+    warnings.warn(f"store: {self.readonly_reason}; opened read-only (search works, nothing is written)", RuntimeWarning, stacklevel=3)
+
 @patch
 def _new_manifest(self: MemoryStore, encoder, config) -> dict:
     "The manifest of a new store: format, version, encoder id, dimension (probed), config."
@@ -110,14 +132,21 @@ def _use_config(self: MemoryStore, config):
 @patch
 def _connect(self: MemoryStore):
     "Open the backend and load the current learner checkpoint (closing the backend again if that fails)."
-    self._backend = SQLiteBackend(self.path, self.dim, self.readonly)
-    self._learner, self._learner_version = None, ""
-    try: self._sync_learner()
+    immutable = self.readonly and self.readonly_reason != "opened with readonly=True"  # a read-only file system: no -shm/-wal
+    self._backend = SQLiteBackend(self.path, self.dim, self.readonly, self.lock_timeout, immutable)
+    self._learner, self._learner_version, self._learner_seq, self.learner_problem = None, "", 0, None
+    try:
+        self._backend.prune_checkpoints()  # leftovers of interrupted saves (no-op when read-only)
+        self._sync_learner()
     except BaseException: self._backend.close(); raise
 
 @patch
 def _sync_learner(self: MemoryStore):
-    if self._backend.learner != self._learner_version: self._load_learner(self._backend.learner)
+    "Bring the learner up to the feedback log: load a checkpoint at least as far along, then replay the rows after it."
+    ptr = self._backend.learner
+    if ptr != self._learner_version and learner_seq(ptr) >= self._learner_seq: self._load_learner(ptr)
+    if self.learner_problem is None and self._backend.last_feedback() > self._learner_seq:
+        self._replay(self._backend.feedback_rows(self._learner_seq))
 
 @patch
 def _refresh(self: MemoryStore):
@@ -137,7 +166,7 @@ def _check_open(self: MemoryStore):
 def _write(self: MemoryStore):
     "A write transaction (SQLite's write lock), caught up with other writers first; yields the new `rev`."
     self._check_open()
-    if self.readonly: raise PermissionError(f"store: {self.path} was opened read-only")
+    if self.readonly: raise PermissionError(f"store: {self.path} is read-only ({self.readonly_reason}); nothing was written")
     with self._lock:
         with self._backend.write() as rev: yield rev
         self._sync_learner()
@@ -173,31 +202,57 @@ def _plan_batch(self: MemoryStore, items: list, V: np.ndarray, exclude: tuple) -
     "Dedupe decisions for a batch: (fresh items, merges into stored memories, per-item plan, explicit ids)."
     ix = self._index
     old, new = ix.near_duplicates([it["kind"] for it in items], V, self.config.dedupe_threshold, exclude)
-    return plan_dedupe(items, V, old, new, ix.dedupe_fields, lambda mid: mid in ix.pos)
+    return plan_dedupe(items, V, old, new, ix.dedupe_fields, lambda mid: mid in ix.pos, self.judge)
 
 # %% ../nbs/18_memory.ipynb #965c11db
+def _with_meta(meta_json: str, **extra) -> str:
+    return json.dumps({**json.loads(meta_json), **extra}, sort_keys=True)
+
+@patch
+def _link_updates(self: MemoryStore, fresh: list, rev: int, now: float) -> list:
+    "Set the supersede links of a written batch (inside `_write`); returns their audit entries."
+    audit, stored = [], []
+    for f in fresh:
+        if f["supersedes"] is None: continue
+        old = fresh[f["supersedes"][1]] if isinstance(f["supersedes"], tuple) else None
+        f["supersedes"] = old["id"] if old is not None else f["supersedes"]
+        f["metadata"] = _with_meta(f["metadata"], supersedes=f["supersedes"])
+        if old is not None: old["metadata"] = _with_meta(old["metadata"], superseded_by=f["id"])
+        else: stored.append((f["supersedes"], ("superseded", _with_meta(self._index.metadata[self._index.pos[f["supersedes"]]], superseded_by=f["id"]))))
+        audit.append((now, f["supersedes"], "supersede", {"by": f["id"], "text": f["text"], "reason": f["reason"]}))
+    self._backend.update_many(("status", "metadata"), stored, rev)
+    return audit
+
 @patch
 def _write_batch(self: MemoryStore, fresh: list, merges: dict, batch_ids: set, rev: int, now: float):
-    "Write the planned batch through the backend (inside `_write`): new rows, merged fields, audit entries."
+    "Write the planned batch through the backend (inside `_write`): new rows, merged fields, supersede links, audit entries."
     b = self._backend
     auto = iter(b.new_ids(sum(f["id"] is None for f in fresh), batch_ids))
     for f in fresh: f["id"] = f["id"] or next(auto)
+    links = self._link_updates(fresh, rev, now)
     b.insert([item_row(f) for f in fresh], rev, revived=batch_ids)
     b.update_many(("count", "accessed", "importance", "confidence", "entities"),
                   [(mid, (m["count"], m["accessed"], m["importance"], m["confidence"], json.dumps(list(m["entities"]))))
                    for mid, m in merges.items()], rev)
-    audit = [(now, f["id"], "insert", {"text": f["text"], "kind": f["kind"], "source": f["source"]}) for f in fresh]
-    audit += [(now, f["id"], "merge", d) for f in fresh for d in f["dups"]]
+    audit = [(now, f["id"], "insert", {"text": f["text"], "kind": f["kind"], "source": f["source"],
+                                       **({"supersedes": f["supersedes"]} if f["supersedes"] else {})}) for f in fresh]
+    audit += links + [(now, f["id"], "merge", d) for f in fresh for d in f["dups"]]
     audit += [(now, mid, "merge", d) for mid, m in merges.items() for d in m["dups"]]
     b.audit_many(audit)
 
+def _add_result(where, ref, sim, decision, fresh: list, merges: dict) -> AddResult:
+    "The `AddResult` of one planned item."
+    if where == "old": return AddResult(ref, "merged", sim, merges[ref]["count"])
+    f = fresh[ref]
+    if decision is not None and decision.is_update: return AddResult(f["id"], "updated", sim, f["count"], f["supersedes"], decision.reason)
+    return AddResult(f["id"], "inserted" if sim is None else "merged", sim, f["count"])
+
 @patch
 def _insert_batch(self: MemoryStore, items: list, V: np.ndarray, rev: int, now: float, exclude: tuple = ()) -> list:
-    "Dedupe `items` (unit embeddings `V`) against active memories and each other, then write them (inside `_write`)."
+    "Dedupe `items` (unit embeddings `V`) against active memories and each other, judge updates, then write them (inside `_write`)."
     fresh, merges, plan, batch_ids = self._plan_batch(items, V, exclude)
     self._write_batch(fresh, merges, batch_ids, rev, now)
-    return [AddResult(ref, "merged", sim, merges[ref]["count"]) if where == "old" else
-            AddResult(fresh[ref]["id"], "inserted" if sim is None else "merged", sim, fresh[ref]["count"]) for where, ref, sim in plan]
+    return [_add_result(*p, fresh, merges) for p in plan]
 
 # %% ../nbs/18_memory.ipynb #14376487
 _BATCH_DEFAULTS = {"kind", "entities", "importance", "timestamp", "source", "confidence", "store", "metadata"}
@@ -256,11 +311,25 @@ def get(self: MemoryStore, id: str) -> MemoryRecord:
     with self._lock: return self._record(id)
 
 @patch
+def _chain(self: MemoryStore, id: str) -> list:
+    "Ids of the versions of memory `id` (following supersedes / superseded_by both ways), oldest first."
+    chain, seen = [id], {id}
+    for key, end in (("supersedes", 0), ("superseded_by", None)):
+        cur = id
+        while True:
+            r = self._backend.row(cur)
+            nxt = json.loads(r[12]).get(key) if r is not None else None
+            if nxt is None or nxt in seen: break
+            seen.add(nxt); cur = nxt
+            chain.insert(0, nxt) if end == 0 else chain.append(nxt)
+    return chain
+
+@patch
 def history(self: MemoryStore, id: str) -> list:
-    "The audit trail of memory `id`, oldest first: dicts with at, action and detail."
+    "The audit trail of memory `id` and of the versions it superseded or was superseded by, oldest first: dicts with id, at, action and detail."
     self._check_open()
-    with self._lock: rows = self._backend.history(id)
-    return [{"at": iso(a), "action": act, "detail": d} for a, act, d in rows]
+    with self._lock: rows = self._backend.history(self._chain(id))
+    return [{"id": mid, "at": iso(a), "action": act, "detail": d} for a, mid, act, d in rows]
 
 # %% ../nbs/18_memory.ipynb #523dac67
 _UPDATABLE = ("text", "kind", "entities", "importance", "confidence", "timestamp", "source", "metadata")
@@ -353,7 +422,12 @@ def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray
 def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:
     "Relevance of each candidate: the EAR adapter's z (Eq. 4) once a learner exists, else the frozen cosine (Eq. 1)."
     if self._learner is None: return cands.scores
-    with one_blas_thread(): return np.asarray(self._learner.scores(cands))
+    with one_blas_thread(): z = np.asarray(self._learner.scores(cands))
+    if np.isfinite(z).all(): return z
+    self.learner_problem = "the learner's scores are not finite"
+    warnings.warn(f"store {self.path}: {self.learner_problem}; serving frozen retrieval (MemoryStore.repair() rebuilds it)", RuntimeWarning)
+    self._learner = None
+    return cands.scores
 
 @patch
 def _blend(self: MemoryStore, cands: Candidates, rows: np.ndarray, now: float) -> tuple:
@@ -390,7 +464,7 @@ def search(self: MemoryStore,
     "Filter, retrieve K candidates, score relevance (adapter) + recency + importance, keep those above the floor; best k."
     self._check_open()
     k = check_positive_int(k, "k")
-    floor = self.config.min_relevance if min_relevance is None else float(min_relevance)
+    floor = self.config.min_relevance if min_relevance is None else check_number(min_relevance, "min_relevance", -1, 1)
     text, q = self._query_vector(query)
     c = self.config
     with self._lock:
@@ -411,8 +485,11 @@ def search(self: MemoryStore,
 
 @patch
 def _touch(self: MemoryStore, ids: list, now: float):
-    "Last-accessed reinforcement: retrieved memories become recent again."
-    with self._write() as rev: self._backend.touch(ids, now, rev)
+    "Last-accessed reinforcement: retrieved memories become recent again (best effort: a search never fails on it)."
+    try:
+        with self._write() as rev: self._backend.touch(ids, now, rev)
+    except (TimeoutError, PermissionError, OSError) as e:
+        warnings.warn(f"store {self.path}: last-access times not updated ({e})", RuntimeWarning, stacklevel=3)
 
 # %% ../nbs/18_memory.ipynb #109a9c09
 def _learner_dim(learner) -> int | None:
@@ -427,28 +504,59 @@ def _new_learner(self: MemoryStore):
 
 @patch
 def set_learner(self: MemoryStore, learner) -> None:
-    "Use `learner` (an `earmem.replay.EAR` or anything with scores/observe/save) for relevance and feedback; checkpointed."
+    "Use `learner` (an `earmem.replay.EAR` or anything with scores/observe/save) from now on, as if it had seen the whole feedback log; checkpointed."
     for a in ("scores", "observe", "save"):
         if not hasattr(learner, a): raise TypeError(f"learner: {type(learner).__name__} has no {a!r}; expected an earmem.replay.EAR")
     if _learner_dim(learner) != self.dim:
         raise ValueError(f"learner: its adapter has dimension {_learner_dim(learner)}, but the store's embeddings have dimension {self.dim}")
+    check_finite_learner(learner, "the given learner")
     with self._lock:
-        self._learner = learner
-        if not self.readonly: self._checkpoint()
+        self._learner, self._learner_seq, self.learner_problem = learner, self._backend.last_feedback(), None
+        if not self.readonly: self._learner_version = self._backend.save_learner(learner, self._learner_seq, force=True)
 
 @patch
 def _load_learner(self: MemoryStore, version: str):
-    "Load checkpoint `version` (a folder under learner/); '' = no learner yet."
-    if not version: self._learner, self._learner_version = None, ""; return
-    self._learner_version, self._learner = self._backend.load_learner(version)  # checks the adapter's dimension
+    "Load checkpoint `version` ('' = no learner yet); one that cannot be loaded leaves frozen retrieval and a warning."
+    self._learner, self._learner_version, self._learner_seq, self.learner_problem = None, version, learner_seq(version), None
+    if not version: return
+    try: self._learner_version, self._learner = self._backend.load_learner(version)
+    except Exception as e:  # missing, truncated, foreign or non-finite files
+        self.learner_problem = f"{type(e).__name__}: {e}"
+        warnings.warn(f"store {self.path}: the learner checkpoint {version} cannot be loaded ({self.learner_problem}); serving "
+                      "frozen retrieval. Rebuild it from the feedback log with MemoryStore.repair() (earmem memory repair).",
+                      RuntimeWarning, stacklevel=4)
 
 @patch
 def _checkpoint(self: MemoryStore):
-    "Save the learner through the backend and make it current."
-    if self._learner is None: return
-    self._learner_version, self._unsaved = self._backend.save_learner(self._learner), 0
+    "Save the learner (up to the feedback row it has learned) through the backend; a newer checkpoint elsewhere wins."
+    if self._learner is None or self.learner_problem is not None: return
+    self._learner_version, self._unsaved = self._backend.save_learner(self._learner, self._learner_seq), 0
 
 # %% ../nbs/18_memory.ipynb #2a344c26
+def _feedback_record(cands: Candidates, positions) -> tuple:
+    "(candidates dict, float32 bytes of q, embeddings and cosines) of one feedback, for the log."
+    vec = np.concatenate([cands.q.ravel(), cands.embeddings.ravel(), np.asarray(cands.scores).ravel()]).astype(np.float32)
+    return {"ids": cands.ids, "positions": [int(p) for p in positions]}, vec.tobytes()
+
+def _logged_candidates(query: str, record: dict, vectors: bytes, dim: int) -> tuple:
+    "(Candidates, positions) rebuilt from a feedback row."
+    ids, v = record["ids"], np.frombuffer(vectors, np.float32)
+    K = len(ids)
+    if v.size != dim + K * dim + K: raise ValueError(f"feedback: a logged row has {v.size} numbers, expected {dim + K * dim + K}")
+    mems = [Memory(i, "", "semantic", "fact") for i in ids]
+    return Candidates(Query(f"search:{query[:40]}", query), v[:dim].copy(), mems, v[dim:dim + K * dim].reshape(K, dim).copy(),
+                      v[dim + K * dim:].copy()), record["positions"]
+
+@patch
+def _replay(self: MemoryStore, rows: list) -> int:
+    "Learn the logged feedback `rows` in order (rows logged before the log kept vectors are skipped); returns how many were learned."
+    learned = 0
+    for seq, query, labels, record, vectors in rows:
+        if record is not None and vectors is not None:
+            self._learn(*_logged_candidates(query, record, vectors, self.dim), labels); learned += 1
+        self._learner_seq = seq
+    return learned
+
 @patch
 def _learn(self: MemoryStore, cands: Candidates, positions, labels) -> dict:
     "One EAR update from ±1 labels on the slate `positions` of `cands` (the plug-in point for learning)."
@@ -456,6 +564,12 @@ def _learn(self: MemoryStore, cands: Candidates, positions, labels) -> dict:
     with one_blas_thread():
         return self._learner.observe(cands, [np.asarray(positions, dtype=np.int64)], [np.asarray(labels, dtype=np.int8)])
 
+@patch
+def _drop_learner(self: MemoryStore):
+    "Forget the in-memory learner; the next catch-up reloads the checkpoint and replays the log."
+    self._learner, self._learner_version, self._learner_seq = None, "\0", -1
+
+# %% ../nbs/18_memory.ipynb #24a8c629
 @patch
 def _feedback_labels(self: MemoryStore, hits: Hits, cited) -> list:
     "±1 per hit from the cited ids, after checking the hits are this store's and the ids are among them."
@@ -468,19 +582,32 @@ def _feedback_labels(self: MemoryStore, hits: Hits, cited) -> list:
     return [1 if h.id in cited else -1 for h in hits]
 
 @patch
+def _learn_and_log(self: MemoryStore, hits: Hits, labels: list) -> dict:
+    "Inside the write transaction: catch up with the log, learn this feedback (unless the learner is frozen), log it."
+    self._sync_learner()
+    out = self._learn(hits.candidates, hits.positions, labels) if self.learner_problem is None else {}
+    record, vectors = _feedback_record(hits.candidates, hits.positions)
+    seq = self._backend.log_feedback(self.clock(), hits.query, hits.ids, labels, self._learner_version, record, vectors)
+    if self.learner_problem is None: self._learner_seq = seq
+    return out
+
+# %% ../nbs/18_memory.ipynb #16271c92
+@patch
 def feedback(self: MemoryStore,
              hits: Hits,  # what search() returned (and the agent saw)
              cited: Sequence[str] = ()) -> dict:  # ids of the hits the answer used
     "Learn from citations: cited hits +1, the other hits −1 (EAR feedback); logged, learner checkpointed."
     self._check_open()
-    if self.readonly: raise PermissionError(f"store: {self.path} was opened read-only")
+    if self.readonly: raise PermissionError(f"store: {self.path} is read-only ({self.readonly_reason}); nothing was written")
     labels = self._feedback_labels(hits, cited)
     with self._lock:
-        self._maybe_refresh()  # pick up a newer checkpoint written by another process
-        out = self._learn(hits.candidates, hits.positions, labels)
-        with self._write(): self._backend.log_feedback(self.clock(), hits.query, hits.ids, labels, self._learner_version)
+        try:
+            with self._backend.write(): out = self._learn_and_log(hits, labels)
+        except BaseException: self._drop_learner(); raise
         self._unsaved += 1
         if self._unsaved >= self.config.checkpoint_every: self._checkpoint()
+    if self.learner_problem is not None:
+        warnings.warn(f"store {self.path}: feedback logged but not learned (frozen learner: {self.learner_problem})", RuntimeWarning, stacklevel=2)
     return {**out, "labels": labels}
 
 @patch
@@ -489,6 +616,22 @@ def flush(self: MemoryStore) -> None:
     self._check_open()
     with self._lock:
         if self._unsaved and not self.readonly: self._checkpoint()
+
+@patch
+def repair(self: MemoryStore) -> dict:
+    "Rebuild the learner from the feedback log (a fresh learner replays every logged feedback) and make it current."
+    self._check_open()
+    if self.readonly: raise PermissionError(f"store: {self.path} is read-only ({self.readonly_reason}); nothing was written")
+    with self._lock:
+        was = self.learner_problem
+        with self._backend.write():
+            rows = self._backend.feedback_rows(0)
+            self._learner, self._learner_seq, self.learner_problem = None, 0, None
+            learned = self._replay(rows)
+        version = self._backend.save_learner(self._learner, self._learner_seq, force=True) if self._learner else self._backend.point_learner("", force=True)
+        self._learner_version, self._unsaved = version, 0
+    return {"feedback": len(rows), "replayed": learned, "skipped": len(rows) - learned,
+            "steps": getattr(self._learner, "steps", 0), "learner": version or None, "was": was}
 
 # %% ../nbs/18_memory.ipynb #688e1a50
 @patch
@@ -525,7 +668,8 @@ def stats(self: MemoryStore) -> dict:
         self._maybe_refresh()
         counts = self._backend.counts()
         return {"path": str(self.path), "encoder": self.manifest["encoder"], "dim": self.dim, "memories": len(self), **counts,
-                "learner": self._learner_version or None,
+                "learner": self._learner_version or None, "learner_steps": getattr(self._learner, "steps", 0),
+                "learner_problem": self.learner_problem,
                 "bytes_on_disk": sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())}
 
 @patch
@@ -537,6 +681,9 @@ def records(self: MemoryStore, include_retracted: bool = False) -> list:
 @patch
 def export(self: MemoryStore, path: str | Path, include_retracted: bool = True) -> int:
     "Write all memories as JSON Lines to `path` (atomically); returns how many."
+    target = Path(path).resolve()
+    if target == self.path.resolve() or self.path.resolve() in target.parents:
+        raise ValueError(f"path: {path} is inside the store folder {self.path}; export it somewhere else")
     recs = self.records(include_retracted)
     atomic_write(path, "".join(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in recs))
     return len(recs)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_storage.ipynb #5f2d0f6c
 from __future__ import annotations
-import atexit, json, os, shutil, sqlite3, sys, threading, time, weakref
+import atexit, errno, json, os, re, shutil, sqlite3, sys, threading, time, weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
@@ -15,8 +15,9 @@ from .hygiene import KIND_CODES, STORES, check_entities, check_kind, to_epoch
 
 # %% auto #0
 __all__ = ['SCHEMA', 'STORE_FORMAT', 'STORE_VERSION', 'SCHEMA_VERSION', 'MANIFEST_NAME', 'DB_NAME', 'LEARNER_DIR', 'COLUMNS',
-           'APPROX_MIN_ROWS', 'APPROX_EPS', 'RECORD_COLUMNS', 'item_row', 'one_blas_thread', 'top_rows', 'top_refined',
-           'read_manifest', 'fsync_tree', 'close_at_exit', 'create_store_folder', 'SQLiteBackend']
+           'APPROX_MIN_ROWS', 'APPROX_EPS', 'WRITER_FILE', 'RECORD_COLUMNS', 'KEEP_CHECKPOINTS', 'CHECKPOINT_GRACE',
+           'item_row', 'one_blas_thread', 'top_rows', 'top_refined', 'read_manifest', 'fsync_tree', 'close_at_exit',
+           'create_store_folder', 'SQLiteBackend', 'name_fault', 'learner_seq', 'check_finite_learner']
 
 # %% ../nbs/16_storage.ipynb #897618c4
 SCHEMA = """
@@ -44,7 +45,7 @@ CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL
 CREATE INDEX IF NOT EXISTS audit_memory ON audit(memory_id);
 CREATE TABLE IF NOT EXISTS tombstones (id TEXT PRIMARY KEY, rev INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS feedback (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, query TEXT NOT NULL,
-    slate TEXT NOT NULL, labels TEXT NOT NULL, learner TEXT NOT NULL);
+    slate TEXT NOT NULL, labels TEXT NOT NULL, learner TEXT NOT NULL, candidates TEXT, vectors BLOB);
 """
 STORE_FORMAT, STORE_VERSION, SCHEMA_VERSION = "earmem.memory-store", 1, 1
 MANIFEST_NAME, DB_NAME, LEARNER_DIR = "earmem-store.json", "memories.sqlite", "learner"
@@ -55,7 +56,8 @@ _COLUMNS = ", ".join(COLUMNS)
 def item_row(f: dict) -> tuple:
     "A normalised memory (with `vec`, `count`, `accessed` and an `id`) as a row tuple in `COLUMNS` order."
     return (f["id"], f["text"], f["kind"], f["store"], json.dumps(list(f["entities"])), f["importance"], f["confidence"],
-            f["created"], f["accessed"], f["count"], f["source"], "active", f["metadata"], f["vec"].astype(np.float32).tobytes())
+            f["created"], f["accessed"], f["count"], f["source"], f.get("status", "active"), f["metadata"],
+            f["vec"].astype(np.float32).tobytes())
 
 # %% ../nbs/16_storage.ipynb #96f0a7d5
 _BLAS = []
@@ -310,7 +312,7 @@ def near_duplicates(self: _Index, kinds: list, V: np.ndarray, thr: float, exclud
 @patch
 def dedupe_fields(self: _Index, r: int) -> dict:
     "The fields of row `r` that the dedupe rule reads and merges (`earmem.hygiene.plan_dedupe`)."
-    return dict(id=self.ids[r], entities=self.entities[r], count=int(self.count[r]), accessed=float(self.accessed[r]),
+    return dict(id=self.ids[r], text=self.texts[r], entities=self.entities[r], count=int(self.count[r]), accessed=float(self.accessed[r]),
                 importance=float(self.importance[r]), confidence=float(self.confidence[r]))
 
 # %% ../nbs/16_storage.ipynb #95fc01a8
@@ -382,8 +384,8 @@ def create_store_folder(p: Path, manifest: dict) -> dict:
 # %% ../nbs/16_storage.ipynb #5cf42665
 class SQLiteBackend:
     "Rows, vectors and transactions of one store folder: SQLite (WAL) plus its in-memory index mirror."
-    def __init__(self, path: Path, dim: int, readonly: bool = False):
-        self.path, self.dim, self.readonly = Path(path), dim, readonly
+    def __init__(self, path: Path, dim: int, readonly: bool = False, lock_timeout: float = 10.0, immutable: bool = False):
+        self.path, self.dim, self.readonly, self.lock_timeout, self.immutable = Path(path), dim, readonly, lock_timeout, immutable
         self.db, self.index, self.rev, self.learner = None, _Index(dim), 0, ""
         db_path = self.path / DB_NAME
         if not db_path.is_file():
@@ -396,13 +398,19 @@ class SQLiteBackend:
             self.close(); raise
 
     def _connect(self, db_path: Path):
-        self.db = sqlite3.connect(db_path, timeout=60, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA busy_timeout=60000")
+        target, uri = (f"file:{db_path}?mode=ro&immutable=1", True) if self.immutable else (db_path, False)
+        self.db = sqlite3.connect(target, timeout=self.lock_timeout, isolation_level=None, check_same_thread=False, uri=uri)
+        self.db.execute(f"PRAGMA busy_timeout={int(self.lock_timeout * 1000)}")
         schema = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if schema is None or int(schema[0]) != SCHEMA_VERSION:
             raise ValueError(f"path: {db_path} has schema version {schema and schema[0]!r}, expected {SCHEMA_VERSION}")
         if not self.readonly: self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
+        self._replayable = "vectors" in [r[1] for r in self.db.execute("PRAGMA table_info(feedback)")]
+        if not self._replayable and not self.readonly:  # a store from before the log could be replayed: add the columns
+            self.db.executescript("BEGIN IMMEDIATE; ALTER TABLE feedback ADD COLUMN candidates TEXT; "
+                                  "ALTER TABLE feedback ADD COLUMN vectors BLOB; COMMIT;")
+            self._replayable = True
         self.refresh()
 
     def close(self):
@@ -444,20 +452,56 @@ def changed(self: SQLiteBackend) -> bool:
     return self.db.execute("PRAGMA data_version").fetchone()[0] != self._data_version
 
 # %% ../nbs/16_storage.ipynb #979d3bf8
+def _pid_alive(pid: int) -> bool:
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: return True
+    return True
+
+WRITER_FILE = "writer.pid"  # who holds (or last held) the write lock: pid and time, for the lock-timeout message
+
+def _holder(path: Path) -> str:
+    "' (pid N, holding it since …)' from the writer file, or '' when unknown."
+    try: pid, since = (path / WRITER_FILE).read_text().split()[:2]
+    except (OSError, ValueError): return ""
+    alive = _pid_alive(int(pid)) if pid.isdigit() else False
+    return f" (last taken by pid {pid}{'' if alive else ', no longer running'}, {time.time() - float(since):.0f} s ago)"
+
+# %% ../nbs/16_storage.ipynb #db41d2c5
+def name_fault(e: BaseException, path: Path, timeout: float = 0) -> BaseException | None:
+    "The error that names the cause and the path of a failed write (disk full, read-only, permissions, lock), or None."
+    msg, code = str(e).lower(), getattr(e, "errno", None)
+    if code == errno.ENOSPC or "disk is full" in msg:
+        return OSError(errno.ENOSPC, f"store: the disk holding {path} is full; this write was not committed (everything "
+                                     "committed before is intact). Free some space and retry")
+    if code == errno.EROFS or "readonly database" in msg or "read-only file system" in msg:
+        return PermissionError(errno.EROFS, f"store: {path} is on a read-only file system (or its database is read-only); "
+                                            "open it with readonly=True to search it")
+    if code in (errno.EACCES, errno.EPERM) or "permission denied" in msg:
+        return PermissionError(errno.EACCES, f"store: no permission to write in {path}; open it with readonly=True to search it")
+    if "database is locked" in msg or "database is busy" in msg:
+        return TimeoutError(f"store: the write lock of {path / DB_NAME} is held by another process{_holder(path)}; "
+                            f"gave up after {timeout:g} s")
+    return None
+
 @patch
 @contextmanager
 def write(self: SQLiteBackend):
-    "A write transaction, caught up with other writers first; yields the new `rev`."
-    self.db.execute("BEGIN IMMEDIATE")
+    "A write transaction, caught up with other writers first; yields the new `rev`. Faults are named (`name_fault`)."
     try:
+        self.db.execute("BEGIN IMMEDIATE")
+        try: (self.path / WRITER_FILE).write_text(f"{os.getpid()} {time.time()}")
+        except OSError: pass
         self.refresh()
         rev = self.rev + 1
         self._set_meta("rev", rev)
         yield rev
         self.db.execute("COMMIT")
-    except BaseException:
-        self.db.execute("ROLLBACK")
-        raise
+    except BaseException as e:
+        if self.db is not None and self.db.in_transaction: self.db.execute("ROLLBACK")
+        named = name_fault(e, self.path, self.lock_timeout) if isinstance(e, (sqlite3.Error, OSError)) else None
+        if named is None: raise
+        raise named from e
     self.refresh()
 
 @patch
@@ -519,23 +563,41 @@ def ids(self: SQLiteBackend, include_retracted: bool = False) -> list:
     return [r[0] for r in self.db.execute(f"SELECT id FROM memories{where} ORDER BY seq")]
 
 @patch
-def history(self: SQLiteBackend, mid: str) -> list:
-    "(at, action, detail dict) of memory `mid`'s audit entries, oldest first."
-    rows = self.db.execute("SELECT at, action, detail FROM audit WHERE memory_id=? ORDER BY seq", (mid,)).fetchall()
-    return [(at, act, json.loads(d)) for at, act, d in rows]
+def history(self: SQLiteBackend, ids) -> list:
+    "(at, memory id, action, detail dict) of the audit entries of memory `ids` (one id or several), oldest first."
+    ids = [ids] if isinstance(ids, str) else list(ids)
+    rows = self.db.execute(f"SELECT at, memory_id, action, detail FROM audit WHERE memory_id IN ({', '.join('?' * len(ids))}) "
+                           "ORDER BY seq", ids).fetchall()
+    return [(at, mid, act, json.loads(d)) for at, mid, act, d in rows]
 
 @patch
-def log_feedback(self: SQLiteBackend, at: float, query: str, slate: list, labels: list, learner: str):
-    "Append one feedback event to the log."
-    self.db.execute("INSERT INTO feedback (at, query, slate, labels, learner) VALUES (?, ?, ?, ?, ?)",
-                    (at, query, json.dumps(slate), json.dumps(labels), learner))
+def log_feedback(self: SQLiteBackend, at: float, query: str, slate: list, labels: list, learner: str,
+                 candidates: dict | None = None, vectors: bytes | None = None) -> int:
+    "Append one feedback event to the log (with what a replay needs: candidate ids, slate positions, vectors); returns its seq."
+    cur = self.db.execute("INSERT INTO feedback (at, query, slate, labels, learner, candidates, vectors) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                          (at, query, json.dumps(slate), json.dumps(labels), learner,
+                           None if candidates is None else json.dumps(candidates), vectors))
+    return int(cur.lastrowid)
+
+@patch
+def feedback_rows(self: SQLiteBackend, after: int = 0) -> list:
+    "(seq, query, labels, candidates dict or None, vectors or None) of the feedback rows after `after`, in order."
+    cols = "candidates, vectors" if self._replayable else "NULL, NULL"
+    rows = self.db.execute(f"SELECT seq, query, labels, {cols} FROM feedback WHERE seq > ? ORDER BY seq", (after,)).fetchall()
+    return [(seq, q, json.loads(lab), json.loads(c) if c else None, v) for seq, q, lab, c, v in rows]
+
+@patch
+def last_feedback(self: SQLiteBackend) -> int:
+    "The seq of the newest feedback row (0 when there is none)."
+    return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM feedback").fetchone()[0])
 
 @patch
 def counts(self: SQLiteBackend) -> dict:
     "Active memories by kind and by store, retracted memories, feedback events."
     q = lambda sql: self.db.execute(sql).fetchall()
     by = lambda col: dict(q(f"SELECT {col}, COUNT(*) FROM memories WHERE status='active' GROUP BY {col} ORDER BY {col}"))
-    return {"retracted": q("SELECT COUNT(*) FROM memories WHERE status='retracted'")[0][0], "by_kind": by("kind"),
+    return {"retracted": q("SELECT COUNT(*) FROM memories WHERE status='retracted'")[0][0],
+            "superseded": q("SELECT COUNT(*) FROM memories WHERE status='superseded'")[0][0], "by_kind": by("kind"),
             "by_store": by("store"), "feedback": q("SELECT COUNT(*) FROM feedback")[0][0]}
 
 @patch
@@ -548,27 +610,75 @@ def check(self: SQLiteBackend) -> int:
     return self.db.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
 
 # %% ../nbs/16_storage.ipynb #335e91ff
+KEEP_CHECKPOINTS, CHECKPOINT_GRACE = 3, 120.0
+_CHECKPOINT = re.compile(r"^\.?v(\d+)-[0-9a-f]+-(\d+)")
+
+def learner_seq(version: str) -> int:
+    "The last feedback row checkpoint `version` includes (0 for none)."
+    m = re.match(r"^v(\d+)-", version or "")
+    return int(m.group(1)) if m else 0
+
+def check_finite_learner(learner, where: str):
+    "ValueError when any weight of `learner`'s adapter is NaN or infinite."
+    params = getattr(getattr(learner, "adapter", None), "parameters", None)
+    if params is not None and not all(bool(p.detach().isfinite().all()) for p in params()):
+        raise ValueError(f"learner: {where} has non-finite weights (NaN or inf); refusing it. "
+                         "Rebuild the learner from the feedback log with MemoryStore.repair()")
+
+# %% ../nbs/16_storage.ipynb #ebb909c9
 @patch
-def save_learner(self: SQLiteBackend, learner) -> str:
-    "Checkpoint `learner` (anything with save(folder)) and make it current; returns its version."
-    root = self.path / LEARNER_DIR
-    n = int(self.db.execute("SELECT COUNT(*) FROM feedback").fetchone()[0])
-    version = f"v{n:08d}-{time.time_ns():x}"
-    folder = root / version
+def point_learner(self: SQLiteBackend, version: str, force: bool = False) -> str:
+    "Make checkpoint `version` current (unless, without `force`, a checkpoint as far along is); returns the current one."
+    self.db.execute("BEGIN IMMEDIATE")
+    try:
+        cur = self._meta("learner")
+        if force or not cur or learner_seq(cur) < learner_seq(version): self._set_meta("learner", version); cur = version
+        self.db.execute("COMMIT")
+    except BaseException: self.db.execute("ROLLBACK"); raise
+    self.learner = cur
+    return cur
+
+@patch
+def save_learner(self: SQLiteBackend, learner, seq: int, force: bool = False) -> str:
+    "Checkpoint `learner`, which includes the feedback rows up to `seq`, and point at it; returns the current version."
+    check_finite_learner(learner, "the learner to save")
+    root, version = self.path / LEARNER_DIR, f"v{seq:08d}-{time.time_ns():x}-{os.getpid()}"
     root.mkdir(parents=True, exist_ok=True)
     try:
-        learner.save(folder)
-        fsync_tree(folder)
-        self.db.execute("BEGIN IMMEDIATE")
-        try: self._set_meta("learner", version); self.db.execute("COMMIT")
-        except BaseException: self.db.execute("ROLLBACK"); raise
+        learner.save(root / version)
+        fsync_tree(root / version)
+        cur = self.point_learner(version, force)
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True); raise
-    self.learner = version
-    for old in root.iterdir():  # older checkpoints; temp folders of interrupted saves once they are an hour old
-        stale = old.name < version if not old.name.startswith(".") else time.time() - old.stat().st_mtime > 3600
-        if stale: shutil.rmtree(old, ignore_errors=True)
-    return version
+        shutil.rmtree(root / version, ignore_errors=True); raise
+    if cur != version: shutil.rmtree(root / version, ignore_errors=True)
+    self.prune_checkpoints()
+    return cur
+
+# %% ../nbs/16_storage.ipynb #208981bc
+def _age(entry: Path, now: float) -> float:
+    "Seconds since `entry` changed (0 when another process removed it meanwhile)."
+    try: return now - entry.stat().st_mtime
+    except FileNotFoundError: return 0.0
+
+def _removable(entry: Path, current: str, keep: set, now: float) -> bool:
+    "True for a checkpoint folder or temporary entry that no reader can still need (other processes prune too)."
+    if entry.name == current or entry.name in keep: return False
+    m = _CHECKPOINT.match(entry.name)
+    if m and int(m.group(1)) >= learner_seq(current) and entry.name > current:  # newer than the pointer: a save in flight?
+        return not _pid_alive(int(m.group(2)))
+    if entry.name.startswith("."): return (m is not None and not _pid_alive(int(m.group(2)))) or _age(entry, now) > 3600
+    return _age(entry, now) > CHECKPOINT_GRACE
+
+@patch
+def prune_checkpoints(self: SQLiteBackend) -> int:
+    "Remove old checkpoints and leftovers (see above); returns how many entries went."
+    root = self.path / LEARNER_DIR
+    if self.readonly or not root.is_dir(): return 0
+    current, now = self._meta("learner"), time.time()
+    names = sorted((p.name for p in root.iterdir() if _CHECKPOINT.match(p.name) and not p.name.startswith(".") and p.name <= current), reverse=True)
+    gone = [p for p in root.iterdir() if _removable(p, current, set(names[:KEEP_CHECKPOINTS]), now)]
+    for p in gone: shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+    return len(gone)
 
 @patch
 def load_learner(self: SQLiteBackend, version: str) -> tuple:
@@ -577,11 +687,11 @@ def load_learner(self: SQLiteBackend, version: str) -> tuple:
     folder = self.path / LEARNER_DIR / version
     try: learner = EAR.load(folder)
     except FileNotFoundError:
-        if self.db.in_transaction: raise
-        cur = self._meta("learner")
-        if cur == version: raise ValueError(f"path: learner checkpoint {folder} is missing; the store is corrupted") from None
+        cur = self._meta("learner") if not self.db.in_transaction else version
+        if cur == version: raise ValueError(f"path: learner checkpoint {folder} is missing") from None
         return self.load_learner(cur)
     if getattr(learner, "dim", None) != self.dim:
         raise ValueError(f"adapter: the stored learner in {folder} has dimension {getattr(learner, 'dim', None)}, "
                          f"but the store's embeddings have dimension {self.dim}")
+    check_finite_learner(learner, f"the checkpoint {folder}")
     return version, learner

@@ -287,10 +287,12 @@ def active_count(self: PostgresBackend) -> int:
 
 # %% ../nbs/20_postgres.ipynb #8643a6a0
 @patch
-def history(self: PostgresBackend, mid: str) -> list:
-    "(at, action, detail dict) of memory `mid`'s audit entries, oldest first."
-    rows = self._q("SELECT at, action, detail FROM {s}.audit WHERE namespace=%s AND memory_id=%s ORDER BY seq", (self.namespace, mid))
-    return [(at, act, json.loads(d)) for at, act, d in rows]
+def history(self: PostgresBackend, ids) -> list:
+    "(at, memory id, action, detail dict) of the audit entries of memory `ids` (one id or several), oldest first."
+    ids = [ids] if isinstance(ids, str) else list(ids)
+    rows = self._q("SELECT at, memory_id, action, detail FROM {s}.audit WHERE namespace=%s AND memory_id = ANY(%s) ORDER BY seq",
+                   (self.namespace, ids))
+    return [(at, mid, act, json.loads(d)) for at, mid, act, d in rows]
 
 @patch
 def log_feedback(self: PostgresBackend, at: float, query: str, slate: list, labels: list, learner: str):
@@ -307,10 +309,11 @@ def feedback_events(self: PostgresBackend, after: int = 0) -> list:
 
 @patch
 def counts(self: PostgresBackend) -> dict:
-    "Active memories by kind and by store, retracted memories, feedback events."
+    "Active memories by kind and by store, retracted and superseded memories, feedback events."
     q = lambda sql: self._q(sql, (self.namespace,)).fetchall()
     by = lambda col: dict(q(f"SELECT {col}, count(*) FROM {{s}}.memories WHERE namespace=%s AND status='active' GROUP BY {col} ORDER BY {col}"))
-    return {"retracted": q("SELECT count(*) FROM {s}.memories WHERE namespace=%s AND status='retracted'")[0][0], "by_kind": by("kind"),
+    status = lambda st: q(f"SELECT count(*) FROM {{s}}.memories WHERE namespace=%s AND status='{st}'")[0][0]
+    return {"retracted": status("retracted"), "superseded": status("superseded"), "by_kind": by("kind"),
             "by_store": by("store"), "feedback": q("SELECT count(*) FROM {s}.feedback WHERE namespace=%s")[0][0]}
 
 @patch

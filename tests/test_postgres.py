@@ -82,7 +82,7 @@ def test_same_results_as_sqlite(pg_url, schema, tmp_path):
         assert pg.row(mid) == sq.row(mid), mid
         assert pg.history(mid) == sq.history(mid), mid
     assert pg.row("m2")[1] == "memory one, edited" and pg.row("m4")[9] == 1.9e9 and pg.row("m6") is None
-    assert pg.history("m6") == [(1.7e9, "insert", {"erased": True}), (1.9e9, "delete", {})]
+    assert pg.history("m6") == [(1.7e9, "m6", "insert", {"erased": True}), (1.9e9, "m6", "delete", {})]
     assert pg.ids() == sq.ids() and pg.ids(include_retracted=True) == sq.ids(include_retracted=True)
     assert "m3" not in pg.ids() and "m3" in pg.ids(include_retracted=True) and len(pg.ids()) == 28
     assert pg.counts() == sq.counts() and pg.counts()["retracted"] == 1

@@ -10,18 +10,16 @@ from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 import torch
-from .core import Encoder, Query, atomic_write, check_positive_int, evaluate
-from .adapter import ResidualAdapter
+from .core import Encoder, atomic_write, check_positive_int, evaluate
 from .replay import EAR
 from .critic import CitationSimulator
-from .data import LOCOMO_CATEGORIES
-from .evaluation import (PRESETS, Prepared, CriticSettings, Registry, TRAININGS, make_config, prepare_benchmark,
-                               retrieve_candidates, train_learner)
+from .evaluation import (TestSet, build_test_set, batched_slates, slate_recall, by_category, 
+                               PRESETS, Prepared, CriticSettings, Registry, TRAININGS, make_config, prepare_benchmark,
+                               train_learner)
 
 # %% auto #0
 __all__ = ['ANALYSES', 'register_analysis', 'STORES', 'CANDIDATE_SETS', 'CURVE_TRAININGS', 'PAPER_CLAIMS', 'BUDGET_TRAININGS',
-           'NOISE_LEVELS', 'TABLE6', 'TABLE7', 'TABLE8', 'LATENCY_METHODS', 'TestSet', 'build_test_set',
-           'batched_slates', 'slate_recall', 'by_category', 'toy_prep', 'learning_curve', 'Run', 'store_prep',
+           'NOISE_LEVELS', 'TABLE6', 'TABLE7', 'TABLE8', 'LATENCY_METHODS', 'learning_curve', 'Run', 'store_prep',
            'run_test_set', 'run_all', 'aggregate_curves', 'passing', 'plot_curves', 'sample_efficiency', 'budget',
            'noise', 'hyperparameters', 'TimedCritic', 'time_selection', 'training_throughput', 'learner_from',
            'latency', 'run_analyses']
@@ -29,80 +27,6 @@ __all__ = ['ANALYSES', 'register_analysis', 'STORES', 'CANDIDATE_SETS', 'CURVE_T
 # %% ../nbs/12_analyses.ipynb #aab752a2
 ANALYSES = Registry("analysis")
 register_analysis = ANALYSES.register
-
-# %% ../nbs/12_analyses.ipynb #da712336
-@dataclass
-class TestSet:
-    "Frozen embeddings of a list of queries and their candidates, stacked for batched adapter-only scoring."
-    query_ids: list  # n query ids
-    categories: list  # n categories
-    Q: np.ndarray  # (n, d) frozen query embeddings
-    M: np.ndarray  # (n, K, d) frozen candidate embeddings (zero rows where a query has fewer candidates)
-    valid: np.ndarray  # (n, K) bool: a real candidate
-    gold: np.ndarray  # (n, K) bool: the candidate is gold
-    n_gold: np.ndarray  # (n,) number of gold memories of each query (inside the candidates or not)
-
-    def __len__(self): return len(self.query_ids)
-
-def build_test_set(queries: Sequence[Query], candidates: dict) -> TestSet:
-    "Stack the candidates (`candidates`: query id → `Candidates`) of `queries` into a `TestSet`."
-    queries = list(queries)
-    if not queries: raise ValueError("queries: expected at least one query")
-    missing = [q.id for q in queries if q.id not in candidates]
-    if missing: raise ValueError(f"candidates: no candidates for query {missing[0]!r}")
-    cs = [candidates[q.id] for q in queries]
-    K, d = max(len(c) for c in cs), len(cs[0].q)
-    Q = np.stack([np.asarray(c.q, np.float32) for c in cs])
-    M = np.zeros((len(cs), K, d), np.float32); valid = np.zeros((len(cs), K), bool); gold = np.zeros_like(valid)
-    for i, (q, c) in enumerate(zip(queries, cs)):
-        g = set(q.gold)
-        M[i, :len(c)], valid[i, :len(c)] = c.embeddings, True
-        gold[i, :len(c)] = [m in g for m in c.ids]
-    return TestSet([q.id for q in queries], [q.category or "all" for q in queries], Q, M, valid, gold,
-                   np.array([len(set(q.gold)) for q in queries]))
-
-@torch.no_grad()
-def batched_slates(adapter: ResidualAdapter | None, test: TestSet, s: int) -> np.ndarray:
-    "Top-`s` candidate positions (n, s) of every test query under `adapter` (None: the frozen similarities)."
-    if not isinstance(s, (int, np.integer)) or not 1 <= s <= test.M.shape[1]:
-        raise ValueError(f"s: expected an integer in [1, {test.M.shape[1]}], got {s!r}")
-    Q, M = torch.from_numpy(test.Q), torch.from_numpy(test.M)
-    if adapter is None: scores = (M @ torch.nn.functional.normalize(Q, dim=-1).unsqueeze(-1)).squeeze(-1)
-    else: scores = (adapter.adapt_memories(M) @ adapter.adapt_queries(Q).unsqueeze(-1)).squeeze(-1)
-    scores = np.where(test.valid, scores.numpy().astype(np.float64), -np.inf)
-    return np.argsort(-scores, axis=1, kind="stable")[:, :s]
-
-def slate_recall(test: TestSet, slates: np.ndarray) -> np.ndarray:
-    "Strict Recall@s per query (1 = all gold in the slate); NaN for queries without gold."
-    hits = np.take_along_axis(test.gold, np.asarray(slates), axis=1).sum(1)
-    return np.where(test.n_gold > 0, (hits == test.n_gold).astype(float), np.nan)
-
-def by_category(values: np.ndarray, categories: Sequence[str]) -> dict:
-    "Mean of per-query `values` (NaN = not applicable) per category, in percent, with the count n; plus 'overall'."
-    values, cats = np.asarray(values, float), np.asarray(categories)
-    out = {}
-    for c in _category_order(set(cats.tolist())) + ["overall"]:
-        v = values if c == "overall" else values[cats == c]
-        v = v[~np.isnan(v)]
-        out[c] = {"mean": float(100 * v.mean()) if len(v) else None, "n": int(len(v))}
-    return out
-
-# %% ../nbs/12_analyses.ipynb #baaba786
-def _category_order(cats) -> list:
-    "LoCoMo's categories in the paper's order (single-hop, multi-hop, temporal, open-domain), others after them."
-    paper = ["single-hop", "multi-hop", "temporal", "open-domain"] + list(LOCOMO_CATEGORIES.values())
-    known = [c for c in dict.fromkeys(paper) if c in cats]
-    return known + sorted(c for c in cats if c not in known)
-
-# %% ../nbs/12_analyses.ipynb #2ef80b9d
-def toy_prep(n_queries: int = 400, K: int = 10, test_size: float = 0.25, seed: int = 0, **world) -> Prepared:
-    "A `Prepared` benchmark built from `earmem.toys.toy_world` (no encoder, no files): for tests and examples."
-    from earmem.toys import toy_world
-    banks, queries, vecs = toy_world(n_queries=n_queries, seed=seed, **world)
-    n_test = int(round(test_size * len(queries)))
-    cands = retrieve_candidates(queries, vecs, banks, K)
-    return Prepared(None, None, K, "test", seed, test_size, banks, queries[:-n_test], queries[-n_test:],
-                    {q.id: v for q, v in zip(queries, vecs)}, cands)
 
 # %% ../nbs/12_analyses.ipynb #f62ff23c
 def learning_curve(prep: Prepared, training: str, seed: int = 0, k: int = 5, overrides: dict | None = None,

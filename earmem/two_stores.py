@@ -12,9 +12,9 @@ import numpy as np
 import torch
 from .core import Candidates, Memory, Query, atomic_write, check_positive_int
 from .adapter import ResidualAdapter
-from .evaluation import Prepared, CriticSettings, retrieve_candidates
-from .analysis import (CANDIDATE_SETS, STORES, register_analysis, Run, run_all, run_test_set, store_prep, batched_slates,
-                             _bench_name, _cache, _category_order, _figure_bytes, _figure_path)
+from .evaluation import Prepared, CriticSettings, retrieve_candidates, batched_slates, _category_order
+from .analysis import (CANDIDATE_SETS, STORES, register_analysis, Run, run_all, run_test_set, store_prep,
+                             _bench_name, _cache, _figure_bytes, _figure_path)
 
 # %% auto #0
 __all__ = ['TABLE5', 'TABLE4', 'STORE_LABELS', 'PAPER_TABLE12', 'observation_gold', 'covered_evidence', 'merge_candidates',

@@ -546,7 +546,7 @@ def test_standup_update_with_the_real_encoder(tmp_path):
 
 def test_bf16_shortlist_matches_exact_scan(tmp_path, monkeypatch):
     "Big scans use a bfloat16 shortlist with exact rescoring: same hits and cosines as the plain float32 scan."
-    import earmem.storage as storage
+    import earmem.vectors as storage
     from earmem.core import unit_rows
     rng = np.random.default_rng(0)
     n, d = 24_000, 64
@@ -570,7 +570,7 @@ def test_bf16_shortlist_matches_exact_scan(tmp_path, monkeypatch):
 
 # ================================================================================================ the update judge
 # (ported from the research notes on issue #11: every slot type, the standup example, properties, the LLM judge)
-from earmem.hygiene import Decision, clean_text, judge_change, llm_judge, parse_decision, slots, update_messages
+from earmem.updates import Decision, clean_text, judge_change, llm_judge, parse_decision, slots, update_messages
 
 def update(old, new): return judge_change(old, new).action == "update"
 

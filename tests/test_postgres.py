@@ -13,7 +13,8 @@ import pytest
 from earmem.core import unit_rows
 from earmem.hygiene import KINDS
 from earmem.postgres import PostgresBackend, connect_postgres
-from earmem.storage import COLUMNS, SQLiteBackend, _Index, create_store_folder, item_row
+from earmem.vectors import COLUMNS, _Index, item_row
+from earmem.storage import SQLiteBackend, create_store_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 16

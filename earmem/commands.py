@@ -14,7 +14,7 @@ from .data import (LOCOMO_NAMES, LOCOMO_SHA256, LOCOMO_SOURCE, LOCOMO_URL, LONGM
                          _locate)
 from .hygiene import KINDS, STORES, HashingEncoder, normalise_item
 from .memory import MemoryStore
-from .bench import benchmark_store
+from .bench import benchmark_store, bench_postgres, bench_table
 
 # %% auto #0
 __all__ = ['DATA_SOURCES', 'add_memory_parser', 'run_memory_command', 'DataSource', 'download_data', 'data_report']
@@ -82,7 +82,12 @@ def _cmd_export(a):
     _emit(a, {"exported": n, "path": str(a.path)}, f"exported {n} memories to {a.path}")
 
 def _cmd_bench(a):
-    rows = benchmark_store(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, progress=not a.quiet)
+    if a.backend == "sqlite":
+        rows = benchmark_store(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, progress=not a.quiet)
+    else:
+        rows = bench_postgres(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, clusters=a.clusters, url=a.url,
+                              ef_search=tuple(a.ef_search), maintenance_work_mem=a.maintenance_work_mem)
+        if not a.json: print(bench_table(rows)); return
     print(json.dumps(rows, indent=1))
 
 # %% ../nbs/30_commands.ipynb #8f692583
@@ -295,7 +300,13 @@ def _add_transfer(sub):
 # %% ../nbs/30_commands.ipynb #f805be49
 def _add_bench(sub):
     sp = _command(sub, "bench", "benchmark add throughput and search latency", "Synthetic random-embedding stores of "
-                  "the given sizes (encoding excluded); prints JSON.", _cmd_bench, "the measurements (always JSON)", store=False)
+                  "the given sizes (encoding excluded). sqlite prints JSON; postgres (a throwaway embedded server unless "
+                  "--url) prints a table, or JSON with --json.", _cmd_bench, "the measurements as JSON", store=False)
+    sp.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite", help="which backend to measure (default sqlite)")
+    sp.add_argument("--url", help="postgres: an existing server (postgresql://…); default: a throwaway embedded one")
+    sp.add_argument("--clusters", type=int, default=1000, help="postgres: vectors around this many centres (0 = uniform; default 1000)")
+    sp.add_argument("--ef-search", type=int, nargs="+", default=[40, 100, 200], help="postgres: HNSW ef_search values (default 40 100 200)")
+    sp.add_argument("--maintenance-work-mem", default="2GB", help="postgres: memory for the HNSW build (default 2GB)")
     sp.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="store sizes (default 10000 100000)")
     sp.add_argument("--dim", type=int, default=384, help="embedding dimension (default 384, MiniLM's)")
     sp.add_argument("--queries", type=int, default=200, help="timed queries per size (default 200)")

@@ -4,12 +4,12 @@
 
 # %% ../nbs/16_updates.ipynb #1f6b4494
 from __future__ import annotations
-import json, re, unicodedata
+import re, unicodedata
 from dataclasses import dataclass
 from typing import Callable, Protocol
 import numpy as np
 from .core import check_choice, check_int
-from .llm import _safe_json
+from .llm import _json_objects, _safe_json
 from .hygiene import check_entities, entities_overlap, merge_confidence
 
 # %% auto #0
@@ -228,17 +228,6 @@ def update_messages(old: str, new: str) -> list:
     user = (f"<old_memory>\n{_safe_json(str(old))}\n</old_memory>\n<new_memory>\n{_safe_json(str(new))}\n</new_memory>\n"
             'Is the new memory a restatement or an update of the old one? Answer with {"action": ..., "reason": ...} only.')
     return [{"role": "system", "content": UPDATE_SYSTEM}, {"role": "user", "content": user}]
-
-def _json_objects(text: str) -> list:
-    "Every JSON object that decodes from some '{' of `text`, in order."
-    dec, out, i = json.JSONDecoder(), [], text.find("{")
-    while i != -1:
-        try:
-            obj, _ = dec.raw_decode(text, i)
-            if isinstance(obj, dict): out.append(obj)
-        except ValueError: pass
-        i = text.find("{", i + 1)
-    return out
 
 def parse_decision(text: str) -> Decision | None:
     "The last {'action': 'restatement'|'update', 'reason': …} object of a reply as a Decision; None when there is none."

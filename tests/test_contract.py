@@ -251,3 +251,35 @@ def test_same_ranking_on_both_backends(pg_url, tmp_path):
         assert got[0].ids == got[1].ids
         np.testing.assert_allclose([h.score for h in got[0]], [h.score for h in got[1]], atol=1e-5)
     for st in stores: st.close()
+
+
+WORKER = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from earmem.memory import MemoryStore
+st = MemoryStore(sys.argv[2], namespace=sys.argv[3])
+w, added = int(sys.argv[4]), []
+for i in range(8):
+    added.append(st.add(f"worker {w} wrote note {i} on topic {i % 3} for service s{w}", "fact", [f"W{w}"]).id)
+    hits = st.search(f"topic {i % 3} service s{w}", k=3, touch=i % 2 == 0)
+    if hits: st.feedback(hits, cited=[hits.ids[0]])
+st.close()
+print(json.dumps(added))
+"""
+
+
+def test_four_processes_on_one_postgres_store(pg_url):
+    "Four processes add, search (touching) and give feedback on one store at once: no errors, nothing lost, learner == log."
+    loc = Location("postgres", pg_url, f"t-{uuid.uuid4().hex[:12]}")
+    loc.open(config=StoreConfig(min_relevance=-1.0, checkpoint_every=3)).close()
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(ROOT), loc.where, loc.namespace, str(w)], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(4)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [e[-2000:] for _, e in outs]
+    added = [i for out, _ in outs for i in json.loads(out.strip().splitlines()[-1])]
+    st = loc.open()
+    assert all(i in st for i in added) and len(added) == 32
+    s = st.stats()
+    assert s["feedback"] == 32 and s["learner_steps"] == 32 and st.check()["ok"]
+    assert st.repair()["steps"] == 32
+    st.close()

@@ -40,7 +40,7 @@ def _check_store_args(path, encoder, config, namespace):
 
 # %% ../nbs/21_memory.ipynb #9fade534
 class MemoryStore(Learning):
-    "An agent's long-term memory in one folder: typed memories, blended ranking, dedupe, injection, adaptive retrieval."
+    "An agent's long-term memory in one folder (or one namespace of a PostgreSQL database): typed memories, blended ranking, dedupe, injection, adaptive retrieval."
     def __init__(self,
                  path: str | Path,  # the store folder (created when missing or empty), or a postgresql://… URL
                  encoder=None,  # object with model_id / encode_documents / encode_queries; None = the one the store was made with (bundled MiniLM for a new store)

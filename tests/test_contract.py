@@ -283,3 +283,28 @@ def test_four_processes_on_one_postgres_store(pg_url):
     assert s["feedback"] == 32 and s["learner_steps"] == 32 and st.check()["ok"]
     assert st.repair()["steps"] == 32
     st.close()
+
+
+def test_a_reader_searches_and_never_writes(loc):
+    st = loc.open(); ids = fill(st)
+    reader = MemoryStore(loc.where, namespace=loc.namespace, readonly=True)
+    assert reader.search("Dana database", k=2, touch=False).ids == st.search("Dana database", k=2, touch=False).ids
+    with pytest.raises(PermissionError, match="read-only"): reader.add("nope", "fact")
+    st.delete(ids[0])
+    assert ids[0] not in reader and len(reader) == len(NOTES) - 1  # the reader follows the writer's commits
+    reader.close(); st.close()
+
+
+NO_PSYCOPG = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+sys.modules["psycopg"] = None
+from earmem.memory import MemoryStore
+try: MemoryStore("postgresql://someone@localhost/db", namespace="x")
+except ImportError as e: print(e)
+"""
+
+
+def test_a_url_without_psycopg_says_what_to_install():
+    out = subprocess.run([sys.executable, "-c", NO_PSYCOPG, str(ROOT)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert 'pip install "earmem[postgres]"' in out.stdout, out.stderr

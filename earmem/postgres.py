@@ -90,10 +90,10 @@ class PostgresBackend:
     "Rows, vectors and transactions of one namespace of an earmem store in PostgreSQL + pgvector."
     def __init__(self, url: str, dim: int, namespace: str = "default", schema: str = "earmem", readonly: bool = False,
                  ef_search: int = 100, create: bool = True, hnsw_m: int = 16, hnsw_ef_construction: int = 64,
-                 connect_timeout: float = 10):
+                 connect_timeout: float = 10, lock_timeout: float = 10.0):
         self.dim, self.namespace = check_positive_int(dim, "dim"), check_namespace(namespace)
         self.schema, self.readonly = check_identifier(schema, "schema"), bool(readonly)
-        self.ef_search, self.url = check_positive_int(ef_search, "ef_search"), url
+        self.ef_search, self.url, self.lock_timeout = check_positive_int(ef_search, "ef_search"), url, float(lock_timeout)
         self.hnsw = dict(m=check_positive_int(hnsw_m, "hnsw_m"), ef_construction=check_positive_int(hnsw_ef_construction, "hnsw_ef_construction"))
         self.index, self.rev, self.learner, self.db = _Index(self.dim), 0, "", None
         self.db = connect_postgres(url, connect_timeout)
@@ -185,13 +185,24 @@ def changed(self: PostgresBackend) -> bool:
     return self._pointer() != (self.rev, self.learner)
 
 @patch
+def _lock_namespace(self: PostgresBackend) -> int:
+    "Take the namespace's write lock (inside a transaction), waiting at most `lock_timeout` seconds; returns the current rev."
+    import psycopg
+    self._q(f"SET LOCAL lock_timeout = {max(1, int(self.lock_timeout * 1000))}")
+    try: got = self._q("SELECT value FROM {s}.meta WHERE namespace=%s AND key='rev' FOR UPDATE", (self.namespace,)).fetchone()
+    except psycopg.errors.LockNotAvailable:
+        raise TimeoutError(f"store: the write lock of namespace {self.namespace!r} in {self!r} is held by another session; "
+                           f"gave up after {self.lock_timeout:g} s") from None
+    self._q("SET LOCAL lock_timeout = 0")  # only the wait for the namespace's lock is bounded
+    return int(got[0])
+
+@patch
 @contextmanager
 def write(self: PostgresBackend):
     "A write transaction holding the namespace's lock (other writers of it wait); yields the new `rev`."
     if self.readonly: raise PermissionError(f"store: {self!r} was opened read-only")
     with self.db.transaction():
-        got = self._q("SELECT value FROM {s}.meta WHERE namespace=%s AND key='rev' FOR UPDATE", (self.namespace,)).fetchone()
-        rev = int(got[0]) + 1
+        rev = self._lock_namespace() + 1
         self._set_meta("rev", rev)
         yield rev
     self.refresh()
@@ -395,7 +406,8 @@ def open_postgres_store(url: str, namespace: str = "default", readonly: bool = F
     if manifest is None:
         if readonly or not create or new_manifest is None: raise FileNotFoundError(f"path: no memory store in {where}")
         manifest = new_manifest()
-    b = PostgresBackend(url, _check_manifest(manifest, where)["dim"], namespace, schema, readonly=readonly, connect_timeout=lock_timeout)
+    b = PostgresBackend(url, _check_manifest(manifest, where)["dim"], namespace, schema, readonly=readonly,
+                        connect_timeout=lock_timeout, lock_timeout=lock_timeout)
     try: return b, _check_manifest(manifest if readonly else b.create_manifest(manifest), where)
     except BaseException: b.close(); raise
 

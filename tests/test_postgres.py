@@ -269,3 +269,14 @@ def test_manifest_and_size(pg_url, schema):
     b.save_manifest({"encoder": "x", "dim": DIM}); b.save_manifest({"encoder": "y", "dim": DIM})
     assert PostgresBackend(pg_url, DIM, "alice", schema=schema).load_manifest() == {"dim": DIM, "encoder": "y"}
     assert PostgresBackend(pg_url, DIM, "bob", schema=schema).load_manifest() is None
+
+
+def test_a_held_write_lock_times_out(pg_url, schema):
+    a = PostgresBackend(pg_url, DIM, "alice", schema=schema)
+    b = PostgresBackend(pg_url, DIM, "alice", schema=schema, lock_timeout=0.2)
+    with a.write():
+        with pytest.raises(TimeoutError, match="write lock of namespace 'alice'.*gave up after 0.2 s"):
+            with b.write(): pass
+        with PostgresBackend(pg_url, DIM, "bob", schema=schema, lock_timeout=0.2).write() as rev: assert rev == 1  # other namespaces do not wait
+    with b.write() as rev: assert rev == 2  # the failed attempt left nothing
+    a.close(); b.close()

@@ -16,7 +16,8 @@ from .core import (Candidates, Encoder, Memory, Query, atomic_write, atomic_writ
                          check_number, check_positive_int, unit_rows)
 from .hygiene import DAY, KINDS, KIND_NAMES, STORES, StoreConfig, encoder_from_id, iso, normalise_item, recency_decay, token_counter
 from .updates import judge_change, plan_dedupe
-from .storage import DB_NAME, MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, SQLiteBackend, close_at_exit, create_store_folder, read_manifest
+from .storage import (DB_NAME, MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, SQLiteBackend, backend_opener, close_at_exit,
+                            create_store_folder, read_manifest, redact_url, url_scheme)
 from .vectors import item_row, one_blas_thread
 from .learning import Learning
 from .agent import AddResult, Hit, Hits, Injection, MemoryRecord
@@ -25,8 +26,12 @@ from .agent import AddResult, Hit, Hits, Injection, MemoryRecord
 __all__ = ['MemoryStore', 'folder_writable']
 
 # %% ../nbs/21_memory.ipynb #4aaec009
-def _check_store_args(path, encoder, config):
-    if not isinstance(path, (str, os.PathLike)): raise TypeError(f"path: expected a folder path, got {type(path).__name__}")
+def _check_store_args(path, encoder, config, namespace):
+    if not isinstance(path, (str, os.PathLike)): raise TypeError(f"path: expected a folder path or a postgresql:// URL, got {type(path).__name__}")
+    if not isinstance(namespace, str) or not namespace: raise ValueError(f"namespace: expected a non-empty string, got {namespace!r}")
+    if url_scheme(path) is None and namespace != "default":
+        raise ValueError(f"namespace: a store folder holds one store, so only 'default' applies there; got {namespace!r} "
+                         "(namespaces need a postgresql:// URL)")
     if config is not None and not isinstance(config, StoreConfig):
         raise TypeError(f"config: expected a StoreConfig, got {type(config).__name__}")
     for a in ("model_id", "encode_documents", "encode_queries"):
@@ -35,32 +40,29 @@ def _check_store_args(path, encoder, config):
 
 # %% ../nbs/21_memory.ipynb #9fade534
 class MemoryStore(Learning):
-    "An agent's long-term memory in one folder: typed memories, blended ranking, dedupe, injection, adaptive retrieval."
+    "An agent's long-term memory in one folder (or one namespace of a PostgreSQL database): typed memories, blended ranking, dedupe, injection, adaptive retrieval."
     def __init__(self,
-                 path: str | Path,  # the store folder (created when missing or empty)
+                 path: str | Path,  # the store folder (created when missing or empty), or a postgresql://… URL
                  encoder=None,  # object with model_id / encode_documents / encode_queries; None = the one the store was made with (bundled MiniLM for a new store)
                  config: StoreConfig | None = None,  # ranking knobs; None = the saved ones (defaults for a new store)
                  readonly: bool = False,  # a reader: never writes, follows a writer's commits
                  clock: Callable[[], float] | None = None,  # returns Unix seconds; default time.time
                  create: bool = True,  # create the store when the folder is missing or empty
                  judge=None,  # restatement-or-update judge for near-duplicates, (old, new) -> Decision; None = the rules (judge_change)
-                 lock_timeout: float = 10.0):  # seconds to wait for another process's write lock before a TimeoutError
-        _check_store_args(path, encoder, config)
+                 lock_timeout: float = 10.0,  # seconds to wait for another process's write lock before a TimeoutError
+                 namespace: str = "default"):  # the user / tenant inside a URL store (a folder holds only 'default')
+        _check_store_args(path, encoder, config, namespace)
         self.lock_timeout = check_number(lock_timeout, "lock_timeout", low=0, high=3600)
         if judge is not None and not callable(judge): raise TypeError(f"judge: expected a callable (old, new) -> Decision, got {type(judge).__name__}")
         self.judge = judge or judge_change
-        self.path, self.readonly, self.clock = Path(path), bool(readonly), clock or time.time
+        self.url, self.namespace = (path if url_scheme(path) else None), namespace
+        self.path = Path(path) if self.url is None else redact_url(self.url)  # a URL is shown without its password
+        self.readonly, self.clock = bool(readonly), clock or time.time
         self._lock, self._backend = threading.RLock(), None
-        self.manifest = self._open_or_create(encoder, config, create)
-        self.readonly_reason = "opened with readonly=True" if self.readonly else None
-        if not self.readonly and not folder_writable(self.path): self._fall_back_to_readonly()
-        self.dim = self.manifest["dim"]
-        if encoder is not None and encoder.model_id != self.manifest["encoder"]:
-            raise ValueError(f"encoder: the store at {self.path} was built with {self.manifest['encoder']!r}, "
-                             f"got {encoder.model_id!r}; open it with that encoder (or none)")
-        self._encoder = encoder
-        self._use_config(config)
-        self._connect()
+        try: self._open(encoder, config, create)
+        except BaseException:
+            if self._backend is not None: self._backend.close()
+            raise
         self._token, self._count_tokens, self.last_tool_hits = object(), None, None
         self._unsaved = 0  # feedback calls since the last learner checkpoint
         close_at_exit(self)
@@ -79,8 +81,8 @@ class MemoryStore(Learning):
     def __del__(self):
         try: self.close()
         except Exception: pass
-    def __len__(self): return int(self._index.active[:self._index.n].sum())
-    def __contains__(self, mid): return mid in self._index.pos
+    def __len__(self): return self._fresh().active_count()
+    def __contains__(self, mid): return self._fresh().has(mid)
     def __repr__(self): return f"MemoryStore({str(self.path)!r}, {len(self)} memories, encoder={self.manifest['encoder']!r}, dim={self.dim})"
 
 # %% ../nbs/21_memory.ipynb #504b90f8
@@ -98,6 +100,7 @@ def _fall_back_to_readonly(self: MemoryStore):
     self.readonly, self.readonly_reason = True, f"{self.path} is on a read-only file system or not writable by this user"
     warnings.warn(f"store: {self.readonly_reason}; opened read-only (search works, nothing is written)", RuntimeWarning, stacklevel=3)
 
+# %% ../nbs/21_memory.ipynb #363d15f1
 @patch
 def _new_manifest(self: MemoryStore, encoder, config) -> dict:
     "The manifest of a new store: format, version, encoder id, dimension (probed), config."
@@ -108,8 +111,27 @@ def _new_manifest(self: MemoryStore, encoder, config) -> dict:
             "created": iso(time.time()), "config": (config or StoreConfig()).to_json()}
 
 @patch
+def _open(self: MemoryStore, encoder, config, create: bool):
+    "Find or create the store, check the encoder against it, settle the config, connect the backend, load the learner."
+    self.manifest = self._open_or_create(encoder, config, create)
+    self.readonly_reason = "opened with readonly=True" if self.readonly else None
+    if self.url is None and not self.readonly and not folder_writable(self.path): self._fall_back_to_readonly()
+    self.dim = self.manifest["dim"]
+    if encoder is not None and encoder.model_id != self.manifest["encoder"]:
+        raise ValueError(f"encoder: the store at {self.path} was built with {self.manifest['encoder']!r}, "
+                         f"got {encoder.model_id!r}; open it with that encoder (or none)")
+    self._encoder = encoder
+    self._use_config(config)
+    self._connect()
+
+@patch
 def _open_or_create(self: MemoryStore, encoder, config, create: bool) -> dict:
-    "The manifest of the store at `self.path`, creating the store when the folder is missing or empty."
+    "The manifest of the store at `self.path`, creating the store when the folder is missing or empty (a URL: its backend's opener)."
+    if self.url is not None:
+        self._backend, manifest = backend_opener(url_scheme(self.url))(
+            self.url, self.namespace, readonly=self.readonly, create=create, lock_timeout=self.lock_timeout,
+            new_manifest=lambda: self._new_manifest(encoder, config))
+        return manifest
     p = self.path
     if p.exists() and not p.is_dir(): raise ValueError(f"path: {p} is a file; expected a memory-store folder")
     if (p / MANIFEST_NAME).exists(): return read_manifest(p / MANIFEST_NAME)
@@ -125,14 +147,16 @@ def _use_config(self: MemoryStore, config):
     self.config = StoreConfig.from_json(self.manifest.get("config", {})) if config is None else config
     if config is not None and config.to_json() != self.manifest.get("config") and not self.readonly:
         self.manifest["config"] = config.to_json()
-        atomic_write_json(self.path / MANIFEST_NAME, self.manifest)
+        if self._backend is not None: self._backend.save_manifest(self.manifest)  # a URL store: the manifest is in the database
+        else: atomic_write_json(self.path / MANIFEST_NAME, self.manifest)
 
 # %% ../nbs/21_memory.ipynb #6a8cc42d
 @patch
 def _connect(self: MemoryStore):
-    "Open the backend and load the current learner checkpoint (closing the backend again if that fails)."
-    immutable = self.readonly and self.readonly_reason != "opened with readonly=True"  # a read-only file system: no -shm/-wal
-    self._backend = SQLiteBackend(self.path, self.dim, self.readonly, self.lock_timeout, immutable)
+    "Open the backend (a folder's; a URL's is open already) and load the current learner checkpoint (closing the backend if that fails)."
+    if self._backend is None:
+        immutable = self.readonly and self.readonly_reason != "opened with readonly=True"  # a read-only file system: no -shm/-wal
+        self._backend = SQLiteBackend(self.path, self.dim, self.readonly, self.lock_timeout, immutable)
     self._learner, self._learner_version, self._learner_seq, self.learner_problem = None, "", 0, None
     try:
         self._backend.prune_checkpoints()  # leftovers of interrupted saves (no-op when read-only)
@@ -147,6 +171,13 @@ def _refresh(self: MemoryStore):
 @patch
 def _maybe_refresh(self: MemoryStore):
     if self._backend.changed(): self._refresh()
+
+@patch
+def _fresh(self: MemoryStore):
+    "The backend, caught up with other processes' commits first (when the store is open): `len` and `in` see them."
+    with self._lock:
+        if self._backend.db is not None: self._maybe_refresh()
+    return self._backend
 
 @patch
 def _check_open(self: MemoryStore):
@@ -191,9 +222,9 @@ def _encode(self: MemoryStore, texts: list, role: str = "document") -> np.ndarra
 @patch
 def _plan_batch(self: MemoryStore, items: list, V: np.ndarray, exclude: tuple) -> tuple:
     "Dedupe decisions for a batch: (fresh items, merges into stored memories, per-item plan, explicit ids)."
-    ix = self._index
-    old, new = ix.near_duplicates([it["kind"] for it in items], V, self.config.dedupe_threshold, exclude)
-    return plan_dedupe(items, V, old, new, ix.dedupe_fields, lambda mid: mid in ix.pos, self.judge)
+    b = self._backend
+    old, new = b.near_duplicates([it["kind"] for it in items], V, self.config.dedupe_threshold, exclude)
+    return plan_dedupe(items, V, old, new, b.dedupe_fields, b.has, self.judge)
 
 # %% ../nbs/21_memory.ipynb #965c11db
 def _with_meta(meta_json: str, **extra) -> str:
@@ -209,7 +240,7 @@ def _link_updates(self: MemoryStore, fresh: list, rev: int, now: float) -> list:
         f["supersedes"] = old["id"] if old is not None else f["supersedes"]
         f["metadata"] = _with_meta(f["metadata"], supersedes=f["supersedes"])
         if old is not None: old["metadata"] = _with_meta(old["metadata"], superseded_by=f["id"])
-        else: stored.append((f["supersedes"], ("superseded", _with_meta(self._index.metadata[self._index.pos[f["supersedes"]]], superseded_by=f["id"]))))
+        else: stored.append((f["supersedes"], ("superseded", _with_meta(self._backend.row(f["supersedes"])[12], superseded_by=f["id"]))))
         audit.append((now, f["supersedes"], "supersede", {"by": f["id"], "text": f["text"], "reason": f["reason"]}))
     self._backend.update_many(("status", "metadata"), stored, rev)
     return audit
@@ -331,7 +362,7 @@ def _updated_item(self: MemoryStore, old: MemoryRecord, changes: dict) -> dict:
     merged = {**asdict(old), "metadata": old.metadata, **changes}
     if "importance" not in changes and "text" in changes and "kind" not in changes: merged["importance"] = old.importance
     item = normalise_item({k: merged[k] for k in _UPDATABLE if merged.get(k) is not None}, "", self.clock(), {})
-    if "timestamp" not in changes: item["created"] = float(self._index.created[self._index.pos[old.id]])
+    if "timestamp" not in changes: item["created"] = float(self._backend.row(old.id)[8])  # RECORD_COLUMNS: created
     return item
 
 @patch
@@ -404,8 +435,8 @@ def _query_vector(self: MemoryStore, query) -> tuple:
 
 @patch
 def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray, cosines: np.ndarray) -> Candidates:
-    "The candidate rows as the `Candidates` the EAR learner scores and learns from."
-    ix = self._index
+    "The candidate rows (of `backend.index`, after `backend.candidates`) as the `Candidates` the EAR learner scores and learns from."
+    ix = self._backend.index
     mems = [Memory(ix.ids[r], ix.texts[r], STORES[ix.store[r]], KIND_NAMES[ix.kind[r]]) for r in rows]
     return Candidates(Query(f"search:{text[:40]}", text), q, mems, ix.E[rows].copy(), cosines.astype(np.float32))
 
@@ -423,7 +454,7 @@ def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:
 @patch
 def _blend(self: MemoryStore, cands: Candidates, rows: np.ndarray, now: float) -> tuple:
     "(score, relevance, recency) of the candidates: w_rel·z + w_rec·2^(−Δt/h) + w_imp·importance."
-    c, ix = self.config, self._index
+    c, ix = self.config, self._backend.index
     rel = np.asarray(self._relevance(cands), dtype=np.float64)
     rec = recency_decay(now - np.maximum(ix.created[rows], ix.accessed[rows]), c.half_life_days * DAY)
     imp = ix.importance[rows].astype(np.float64)
@@ -432,8 +463,8 @@ def _blend(self: MemoryStore, cands: Candidates, rows: np.ndarray, now: float) -
 # %% ../nbs/21_memory.ipynb #595d7b2a
 @patch
 def _hit(self: MemoryStore, r: int, rank: int, score: float, rel: float, rec: float, cos: float) -> Hit:
-    "Row `r` of the index as a `Hit` with its score components."
-    ix, c = self._index, self.config
+    "Row `r` of `backend.index` as a `Hit` with its score components."
+    ix, c = self._backend.index, self.config
     return Hit(ix.ids[r], ix.texts[r], KIND_NAMES[ix.kind[r]], STORES[ix.store[r]], ix.entities[r],
                round(float(ix.importance[r]), 6), round(float(ix.confidence[r]), 6), int(ix.count[r]),
                iso(ix.created[r]), iso(ix.accessed[r]), ix.sources[r], "active", json.loads(ix.metadata[r]),
@@ -460,9 +491,9 @@ def search(self: MemoryStore,
     c = self.config
     with self._lock:
         self._maybe_refresh()
-        ix = self._index
-        allowed = np.flatnonzero(ix.mask(kinds, entities, since, until, store))
-        rows, cosines = ix.candidates(q, allowed, max(c.candidates, k), c.balanced if balanced is None else balanced)
+        rows, cosines = self._backend.candidates(q, max(c.candidates, k), c.balanced if balanced is None else balanced,
+                                                 kinds=kinds, entities=entities, since=since, until=until, store=store)
+        ix = self._backend.index  # the rows are rows of this index (on PostgreSQL: the window of the candidates)
         if len(rows) == 0: return Hits([], text, store_token=self._token)
         cands, now = self._candidate_set(text, q, rows, cosines), self.clock()
         score, rel, rec = self._blend(cands, rows, now)
@@ -516,10 +547,10 @@ def stats(self: MemoryStore) -> dict:
     with self._lock:
         self._maybe_refresh()
         counts = self._backend.counts()
-        return {"path": str(self.path), "encoder": self.manifest["encoder"], "dim": self.dim, "memories": len(self), **counts,
-                "learner": self._learner_version or None, "learner_steps": getattr(self._learner, "steps", 0),
-                "learner_problem": self.learner_problem,
-                "bytes_on_disk": sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())}
+        return {"path": str(self.path), **({"namespace": self.namespace} if self.url else {}), "encoder": self.manifest["encoder"],
+                "dim": self.dim, "memories": len(self), **counts, "learner": self._learner_version or None,
+                "learner_steps": getattr(self._learner, "steps", 0), "learner_problem": self.learner_problem,
+                "bytes_on_disk": self._backend.size_bytes()}
 
 @patch
 def records(self: MemoryStore, include_retracted: bool = False) -> list:
@@ -531,7 +562,7 @@ def records(self: MemoryStore, include_retracted: bool = False) -> list:
 def export(self: MemoryStore, path: str | Path, include_retracted: bool = True) -> int:
     "Write all memories as JSON Lines to `path` (atomically); returns how many."
     target = Path(path).resolve()
-    if target == self.path.resolve() or self.path.resolve() in target.parents:
+    if self.url is None and (target == self.path.resolve() or self.path.resolve() in target.parents):
         raise ValueError(f"path: {path} is inside the store folder {self.path}; export it somewhere else")
     recs = self.records(include_retracted)
     atomic_write(path, "".join(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in recs))
@@ -539,6 +570,6 @@ def export(self: MemoryStore, path: str | Path, include_retracted: bool = True) 
 
 @patch
 def check(self: MemoryStore) -> dict:
-    "SQLite integrity check plus embedding sizes; raises ValueError when anything is wrong."
+    "The backend's integrity check (SQLite's, or PostgreSQL's vector type, index and fields); raises ValueError when anything is wrong."
     self._check_open()
     with self._lock: return {"ok": True, "memories": self._backend.check()}

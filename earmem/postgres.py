@@ -4,7 +4,7 @@
 
 # %% ../nbs/23_postgres.ipynb #70f382a4
 from __future__ import annotations
-import json, re, shutil, tempfile, time, warnings
+import json, os, re, shutil, tempfile, time, warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -13,11 +13,12 @@ from fastcore.basics import patch
 from .core import check_positive_int, unit_rows
 from .hygiene import KINDS, STORES, check_entities, check_kind, to_epoch
 from .vectors import COLUMNS, _Index
-from .storage import RECORD_COLUMNS
+from .storage import (BACKENDS, RECORD_COLUMNS, STORE_FORMAT, check_finite_learner, learner_seq,
+                            redact_url)
 
 # %% auto #0
 __all__ = ['PG_FORMAT', 'PG_VERSION', 'PG_SCHEMA', 'HNSW_INDEX', 'DEDUPE_NEIGHBOURS', 'check_identifier', 'check_namespace',
-           'connect_postgres', 'PostgresBackend', 'embedded_server']
+           'connect_postgres', 'PostgresBackend', 'open_postgres_store', 'embedded_server']
 
 # %% ../nbs/23_postgres.ipynb #90f923a8
 PG_FORMAT, PG_VERSION = "earmem.postgres-store", 1
@@ -37,7 +38,7 @@ CREATE TABLE IF NOT EXISTS {s}.audit (seq BIGSERIAL PRIMARY KEY, namespace TEXT 
     memory_id TEXT NOT NULL, action TEXT NOT NULL, detail TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS audit_memory ON {s}.audit (namespace, memory_id);
 CREATE TABLE IF NOT EXISTS {s}.feedback (seq BIGSERIAL PRIMARY KEY, namespace TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,
-    query TEXT NOT NULL, slate TEXT NOT NULL, labels TEXT NOT NULL, learner TEXT NOT NULL);
+    query TEXT NOT NULL, slate TEXT NOT NULL, labels TEXT NOT NULL, learner TEXT NOT NULL, candidates TEXT, vectors BYTEA);
 CREATE INDEX IF NOT EXISTS feedback_namespace ON {s}.feedback (namespace, seq);
 CREATE TABLE IF NOT EXISTS {s}.learners (namespace TEXT NOT NULL, version TEXT NOT NULL, feedback BIGINT NOT NULL,
     created DOUBLE PRECISION NOT NULL, files JSONB NOT NULL, PRIMARY KEY (namespace, version));
@@ -62,9 +63,7 @@ def check_namespace(name) -> str:
         raise ValueError(f"namespace: expected a non-empty string of at most 200 characters, got {name!r}")
     return name
 
-def _redact(url: str) -> str:
-    "The connection URL without its password."
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+_redact = redact_url  # chapter 18: the connection URL without its password
 
 # %% ../nbs/23_postgres.ipynb #25bec3d6
 def connect_postgres(url: str, connect_timeout: float = 10):
@@ -91,10 +90,10 @@ class PostgresBackend:
     "Rows, vectors and transactions of one namespace of an earmem store in PostgreSQL + pgvector."
     def __init__(self, url: str, dim: int, namespace: str = "default", schema: str = "earmem", readonly: bool = False,
                  ef_search: int = 100, create: bool = True, hnsw_m: int = 16, hnsw_ef_construction: int = 64,
-                 connect_timeout: float = 10):
+                 connect_timeout: float = 10, lock_timeout: float = 10.0):
         self.dim, self.namespace = check_positive_int(dim, "dim"), check_namespace(namespace)
         self.schema, self.readonly = check_identifier(schema, "schema"), bool(readonly)
-        self.ef_search, self.url = check_positive_int(ef_search, "ef_search"), url
+        self.ef_search, self.url, self.lock_timeout = check_positive_int(ef_search, "ef_search"), url, float(lock_timeout)
         self.hnsw = dict(m=check_positive_int(hnsw_m, "hnsw_m"), ef_construction=check_positive_int(hnsw_ef_construction, "hnsw_ef_construction"))
         self.index, self.rev, self.learner, self.db = _Index(self.dim), 0, "", None
         self.db = connect_postgres(url, connect_timeout)
@@ -141,6 +140,14 @@ def _ensure_schema(self: PostgresBackend, create: bool):
             self._q(HNSW_INDEX.format(s=s, **self.hnsw))
             self._q("INSERT INTO {s}.info VALUES ('format', %s), ('version', %s), ('dim', %s)", (PG_FORMAT, str(PG_VERSION), str(self.dim)))
         self._check_info(dict(self._q("SELECT key, value FROM {s}.info").fetchall()))
+        if create: self._upgrade_feedback()
+
+@patch
+def _upgrade_feedback(self: PostgresBackend):
+    "Give a feedback table from before the log could be replayed its `candidates` and `vectors` columns."
+    got = self._q("SELECT count(*) FROM information_schema.columns WHERE table_schema=%s AND table_name='feedback' "
+                  "AND column_name='vectors'", (self.schema,)).fetchone()[0]
+    if not got: self._q("ALTER TABLE {s}.feedback ADD COLUMN IF NOT EXISTS candidates TEXT, ADD COLUMN IF NOT EXISTS vectors BYTEA")
 
 @patch
 def _check_info(self: PostgresBackend, info: dict):
@@ -178,13 +185,24 @@ def changed(self: PostgresBackend) -> bool:
     return self._pointer() != (self.rev, self.learner)
 
 @patch
+def _lock_namespace(self: PostgresBackend) -> int:
+    "Take the namespace's write lock (inside a transaction), waiting at most `lock_timeout` seconds; returns the current rev."
+    import psycopg
+    self._q(f"SET LOCAL lock_timeout = {max(1, int(self.lock_timeout * 1000))}")
+    try: got = self._q("SELECT value FROM {s}.meta WHERE namespace=%s AND key='rev' FOR UPDATE", (self.namespace,)).fetchone()
+    except psycopg.errors.LockNotAvailable:
+        raise TimeoutError(f"store: the write lock of namespace {self.namespace!r} in {self!r} is held by another session; "
+                           f"gave up after {self.lock_timeout:g} s") from None
+    self._q("SET LOCAL lock_timeout = 0")  # only the wait for the namespace's lock is bounded
+    return int(got[0])
+
+@patch
 @contextmanager
 def write(self: PostgresBackend):
     "A write transaction holding the namespace's lock (other writers of it wait); yields the new `rev`."
     if self.readonly: raise PermissionError(f"store: {self!r} was opened read-only")
     with self.db.transaction():
-        got = self._q("SELECT value FROM {s}.meta WHERE namespace=%s AND key='rev' FOR UPDATE", (self.namespace,)).fetchone()
-        rev = int(got[0]) + 1
+        rev = self._lock_namespace() + 1
         self._set_meta("rev", rev)
         yield rev
     self.refresh()
@@ -296,17 +314,25 @@ def history(self: PostgresBackend, ids) -> list:
     return [(at, mid, act, json.loads(d)) for at, mid, act, d in rows]
 
 @patch
-def log_feedback(self: PostgresBackend, at: float, query: str, slate: list, labels: list, learner: str):
-    "Append one feedback event to the log."
-    self._q("INSERT INTO {s}.feedback (namespace, at, query, slate, labels, learner) VALUES (%s, %s, %s, %s, %s, %s)",
-            (self.namespace, at, query, json.dumps(slate), json.dumps(labels), learner))
+def log_feedback(self: PostgresBackend, at: float, query: str, slate: list, labels: list, learner: str,
+                 candidates: dict | None = None, vectors: bytes | None = None) -> int:
+    "Append one feedback event to the log (with what a replay needs: candidate ids, slate positions, vectors); returns its seq."
+    return self._q("INSERT INTO {s}.feedback (namespace, at, query, slate, labels, learner, candidates, vectors) "
+                   "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
+                   (self.namespace, at, query, json.dumps(slate), json.dumps(labels), learner,
+                    None if candidates is None else json.dumps(candidates), vectors)).fetchone()[0]
 
 @patch
-def feedback_events(self: PostgresBackend, after: int = 0) -> list:
-    "(seq, at, query, slate, labels, learner) of the namespace's feedback events with seq > `after`, oldest first."
-    rows = self._q("SELECT seq, at, query, slate, labels, learner FROM {s}.feedback WHERE namespace=%s AND seq > %s ORDER BY seq",
+def feedback_rows(self: PostgresBackend, after: int = 0) -> list:
+    "(seq, query, labels, candidates dict or None, vectors or None) of the namespace's feedback rows after `after`, in order."
+    rows = self._q("SELECT seq, query, labels, candidates, vectors FROM {s}.feedback WHERE namespace=%s AND seq > %s ORDER BY seq",
                    (self.namespace, after))
-    return [(seq, at, q, json.loads(s), json.loads(l), lv) for seq, at, q, s, l, lv in rows]
+    return [(seq, q, json.loads(lab), json.loads(c) if c else None, None if v is None else bytes(v)) for seq, q, lab, c, v in rows]
+
+@patch
+def last_feedback(self: PostgresBackend) -> int:
+    "The seq of the namespace's newest feedback row (0 when there is none)."
+    return int(self._q("SELECT COALESCE(MAX(seq), 0) FROM {s}.feedback WHERE namespace=%s", (self.namespace,)).fetchone()[0])
 
 @patch
 def counts(self: PostgresBackend) -> dict:
@@ -325,7 +351,7 @@ def check(self: PostgresBackend) -> int:
     if typ != f"vector({self.dim})": raise ValueError(f"schema: {self.schema}.memories.embedding is {typ}, expected vector({self.dim})")
     valid = self._q("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (f"{self.schema}.memories_hnsw",)).fetchone()
     if not valid or not valid[0]: raise ValueError(f"schema: the HNSW index {self.schema}.memories_hnsw is missing or invalid; REINDEX it")
-    bad = self._q("SELECT count(*) FROM {s}.memories WHERE namespace=%s AND (kind <> ALL(%s) OR store <> ALL(%s) OR status NOT IN ('active', 'retracted'))",
+    bad = self._q("SELECT count(*) FROM {s}.memories WHERE namespace=%s AND (kind <> ALL(%s) OR store <> ALL(%s) OR status NOT IN ('active', 'superseded', 'retracted'))",
                   (self.namespace, list(KINDS), list(STORES))).fetchone()[0]
     if bad: raise ValueError(f"schema: {bad} memories in namespace {self.namespace!r} have an unknown kind, store or status")
     return self._q("SELECT count(*) FROM {s}.memories WHERE namespace=%s", (self.namespace,)).fetchone()[0]
@@ -349,28 +375,89 @@ def size_bytes(self: PostgresBackend) -> int:
     return self._q("SELECT sum(pg_total_relation_size(c.oid))::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                    "WHERE n.nspname = %s AND c.relkind = 'r'", (self.schema,)).fetchone()[0] or 0
 
-# %% ../nbs/23_postgres.ipynb #c8791d3e
+# %% ../nbs/23_postgres.ipynb #d6eb6659
 @patch
-def save_learner(self: PostgresBackend, learner) -> str:
-    "Checkpoint `learner` (anything with save(folder)) into the database and make it current; returns its version."
-    n = self._q("SELECT count(*) FROM {s}.feedback WHERE namespace=%s", (self.namespace,)).fetchone()[0]
-    version = f"v{n:08d}-{time.time_ns():x}"
+def create_manifest(self: PostgresBackend, manifest: dict) -> dict:
+    "Store `manifest` unless the namespace has one already (another process may have won); returns the one in force."
+    self._q("INSERT INTO {s}.meta VALUES (%s, 'manifest', %s) ON CONFLICT (namespace, key) DO NOTHING",
+            (self.namespace, json.dumps(manifest, sort_keys=True)))
+    return self.load_manifest()
+
+def _stored_manifest(url: str, namespace: str, schema: str, timeout: float) -> dict | None:
+    "The manifest of `namespace` in `schema` at `url`, or None (no schema yet, or no manifest)."
+    conn = connect_postgres(url, timeout)
+    try:
+        if conn.execute("SELECT to_regclass(%s)", (f"{schema}.meta",)).fetchone()[0] is None: return None
+        got = conn.execute(f"SELECT value FROM {schema}.meta WHERE namespace=%s AND key='manifest'", (namespace,)).fetchone()
+        return json.loads(got[0]) if got else None
+    finally: conn.close()
+
+def _check_manifest(m, where: str) -> dict:
+    if not isinstance(m, dict) or m.get("format") != STORE_FORMAT or not isinstance(m.get("dim"), int) or not isinstance(m.get("encoder"), str):
+        raise ValueError(f"namespace: {where} holds no valid earmem memory-store manifest; refusing to open it (nothing was changed)")
+    return m
+
+def open_postgres_store(url: str, namespace: str = "default", readonly: bool = False, create: bool = True,
+                        lock_timeout: float = 10.0, new_manifest=None, schema: str = "earmem") -> tuple:
+    "(PostgresBackend, manifest) of `namespace` at `url`; a namespace without a manifest gets `new_manifest()` when `create`."
+    check_namespace(namespace); check_identifier(schema, "schema")
+    where = f"namespace {namespace!r} at {_redact(url)}"
+    manifest = _stored_manifest(url, namespace, schema, lock_timeout)
+    if manifest is None:
+        if readonly or not create or new_manifest is None: raise FileNotFoundError(f"path: no memory store in {where}")
+        manifest = new_manifest()
+    b = PostgresBackend(url, _check_manifest(manifest, where)["dim"], namespace, schema, readonly=readonly,
+                        connect_timeout=lock_timeout, lock_timeout=lock_timeout)
+    try: return b, _check_manifest(manifest if readonly else b.create_manifest(manifest), where)
+    except BaseException: b.close(); raise
+
+BACKENDS["postgresql"] = BACKENDS["postgres"] = open_postgres_store
+
+# %% ../nbs/23_postgres.ipynb #c8791d3e
+def _learner_files(learner, version: str) -> dict:
+    "{relative name: bytes} of the files `learner.save` writes (safetensors + JSON)."
     with tempfile.TemporaryDirectory() as d:
-        learner.save(Path(d) / version)
         root = Path(d) / version
-        files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+        learner.save(root)
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+@patch
+def point_learner(self: PostgresBackend, version: str, force: bool = False) -> str:
+    "Make checkpoint `version` current (unless, without `force`, a checkpoint as far along is); returns the current one."
+    with self.db.transaction():
+        cur = self._q("SELECT value FROM {s}.meta WHERE namespace=%s AND key='learner' FOR UPDATE", (self.namespace,)).fetchone()[0]
+        if force or not cur or learner_seq(cur) < learner_seq(version): self._set_meta("learner", version); cur = version
+    self.learner = cur
+    return cur
+
+@patch
+def prune_checkpoints(self: PostgresBackend) -> int:
+    "Delete the namespace's checkpoints other than the current one; returns how many went (a reader follows the pointer)."
+    if self.readonly: return 0
+    with self.db.transaction():
+        for t in ("learner_files", "learners"):
+            gone = self._q(f"DELETE FROM {{s}}.{t} WHERE namespace=%s AND version <> (SELECT value FROM {{s}}.meta "
+                           "WHERE namespace=%s AND key='learner')", (self.namespace, self.namespace)).rowcount
+    return gone
+
+@patch
+def save_learner(self: PostgresBackend, learner, seq: int, force: bool = False) -> str:
+    "Checkpoint `learner`, which includes the feedback rows up to `seq`, and point at it; returns the current version."
+    check_finite_learner(learner, "the learner to save")
+    version = f"v{int(seq):08d}-{time.time_ns():x}-{os.getpid()}"
+    files = _learner_files(learner, version)
     with self.db.transaction():
         self._q("INSERT INTO {s}.learners VALUES (%s, %s, %s, %s, %s)",
-                (self.namespace, version, n, time.time(), json.dumps({k: len(v) for k, v in files.items()})))
+                (self.namespace, version, int(seq), time.time(), json.dumps({k: len(v) for k, v in files.items()})))
         with self.db.cursor() as cur:
             cur.executemany(f"INSERT INTO {self.schema}.learner_files VALUES (%s, %s, %s, %s)",
                             [(self.namespace, version, k, v) for k, v in files.items()])
-        self._set_meta("learner", version)
-        for t in ("learner_files", "learners"):
-            self._q(f"DELETE FROM {{s}}.{t} WHERE namespace=%s AND version < %s", (self.namespace, version))
-    self.learner = version
-    return version
+        cur = self.point_learner(version, force)
+        self.prune_checkpoints()  # our own files go too when another checkpoint won
+    return cur
 
+
+# %% ../nbs/23_postgres.ipynb #7c27b9db
 @patch
 def load_learner(self: PostgresBackend, version: str) -> tuple:
     "(version, EAR) of checkpoint `version`, following the pointer when a writer replaced that checkpoint meanwhile."
@@ -388,6 +475,7 @@ def load_learner(self: PostgresBackend, version: str) -> tuple:
     if getattr(learner, "dim", None) != self.dim:
         raise ValueError(f"adapter: the stored learner {version!r} has dimension {getattr(learner, 'dim', None)}, "
                          f"but the store's embeddings have dimension {self.dim}")
+    check_finite_learner(learner, f"the checkpoint {version!r}")
     return version, learner
 
 # %% ../nbs/23_postgres.ipynb #67135345

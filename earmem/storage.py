@@ -4,17 +4,19 @@
 
 # %% ../nbs/18_storage.ipynb #5f2d0f6c
 from __future__ import annotations
-import atexit, errno, json, os, re, shutil, sqlite3, threading, time, weakref
+import atexit, errno, importlib, json, os, re, shutil, sqlite3, threading, time, weakref
 from contextlib import contextmanager
 from pathlib import Path
 from fastcore.basics import patch
 from .core import atomic_write_json
+import numpy as np
 from .vectors import COLUMNS, _COLUMNS, _Index
 
 # %% auto #0
 __all__ = ['SCHEMA', 'STORE_FORMAT', 'STORE_VERSION', 'SCHEMA_VERSION', 'MANIFEST_NAME', 'DB_NAME', 'LEARNER_DIR', 'WRITER_FILE',
-           'RECORD_COLUMNS', 'KEEP_CHECKPOINTS', 'CHECKPOINT_GRACE', 'read_manifest', 'fsync_tree', 'close_at_exit',
-           'create_store_folder', 'SQLiteBackend', 'name_fault', 'learner_seq', 'check_finite_learner']
+           'RECORD_COLUMNS', 'KEEP_CHECKPOINTS', 'CHECKPOINT_GRACE', 'BACKENDS', 'BACKEND_MODULES', 'read_manifest',
+           'fsync_tree', 'close_at_exit', 'create_store_folder', 'SQLiteBackend', 'name_fault', 'learner_seq',
+           'check_finite_learner', 'url_scheme', 'redact_url', 'backend_opener']
 
 # %% ../nbs/18_storage.ipynb #897618c4
 SCHEMA = """
@@ -428,3 +430,73 @@ def load_learner(self: SQLiteBackend, version: str) -> tuple:
                          f"but the store's embeddings have dimension {self.dim}")
     check_finite_learner(learner, f"the checkpoint {folder}")
     return version, learner
+
+# %% ../nbs/18_storage.ipynb #542a11f0
+@patch
+def candidates(self: SQLiteBackend, q: np.ndarray, K: int, balanced: bool = False, kinds=None, entities=None,
+               since=None, until=None, store=None) -> tuple:
+    "(rows of `self.index`, cosines) of the top-K active memories passing the filters; balanced: K/2 per store (EAR §5)."
+    allowed = np.flatnonzero(self.index.mask(kinds, entities, since, until, store))
+    return self.index.candidates(np.asarray(q, np.float32), allowed, K, balanced)
+
+@patch
+def near_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = ()) -> tuple:
+    "([(cosine, index row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item."
+    return self.index.near_duplicates(kinds, V, thr, exclude)
+
+@patch
+def dedupe_fields(self: SQLiteBackend, r: int) -> dict:
+    "The fields of index row `r` that the dedupe rule reads and merges (`earmem.updates.plan_dedupe`)."
+    return self.index.dedupe_fields(r)
+
+@patch
+def has(self: SQLiteBackend, mid: str) -> bool:
+    "Whether memory `mid` is stored (active, superseded or retracted)."
+    return mid in self.index.pos
+
+@patch
+def active_count(self: SQLiteBackend) -> int:
+    "How many active memories the store holds."
+    return int(self.index.active[:self.index.n].sum())
+
+@patch
+def load_manifest(self: SQLiteBackend) -> dict:
+    "The folder's manifest (`earmem-store.json`)."
+    return read_manifest(self.path / MANIFEST_NAME)
+
+@patch
+def save_manifest(self: SQLiteBackend, manifest: dict):
+    "Replace the folder's manifest atomically."
+    atomic_write_json(self.path / MANIFEST_NAME, manifest)
+
+@patch
+def size_bytes(self: SQLiteBackend) -> int:
+    "Bytes the store folder takes on disk."
+    return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
+
+
+# %% ../nbs/18_storage.ipynb #64922675
+BACKENDS = {}  # URL scheme -> opener(url, namespace, readonly, create, lock_timeout, new_manifest) -> (backend, manifest)
+BACKEND_MODULES = {"postgresql": "earmem.postgres", "postgres": "earmem.postgres"}
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+def url_scheme(path) -> str | None:
+    "The scheme of a store URL (`postgresql://…` → 'postgresql'), None for a folder path."
+    m = _SCHEME.match(path) if isinstance(path, str) else None
+    return m.group(1).lower() if m else None
+
+def redact_url(url: str) -> str:
+    "The connection URL without its password."
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+def backend_opener(scheme: str):
+    "The opener registered for URL `scheme`, importing the module that registers it on first use."
+    if scheme not in BACKENDS and scheme in BACKEND_MODULES:
+        try: importlib.import_module(BACKEND_MODULES[scheme])
+        except ImportError as e:
+            raise ImportError(f'path: {scheme}:// stores need an optional dependency ({e}): pip install "earmem[postgres]"') from None
+    if scheme not in BACKENDS:
+        raise ValueError(f"path: no storage backend for {scheme}:// URLs; expected a folder or a URL starting with one of "
+                         f"{sorted(set(BACKEND_MODULES) | set(BACKENDS))}")
+    return BACKENDS[scheme]
+

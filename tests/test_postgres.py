@@ -14,7 +14,7 @@ from earmem.core import unit_rows
 from earmem.hygiene import KINDS
 from earmem.postgres import PostgresBackend, connect_postgres
 from earmem.vectors import COLUMNS, _Index, item_row
-from earmem.storage import SQLiteBackend, create_store_folder
+from earmem.storage import SQLiteBackend, create_store_folder, learner_seq
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 16
@@ -150,26 +150,29 @@ def test_feedback_log_and_learner_round_trip(pg_url, schema):
     from earmem.core import Candidates, Memory, Query
     from earmem.replay import EAR, EARConfig
     b = PostgresBackend(pg_url, DIM, "alice", schema=schema)
-    with b.write(): b.log_feedback(1.7e9, "which db?", ["m1", "m2"], [1, -1], "")
-    with b.write(): b.log_feedback(1.7e9 + 1, "who?", ["m3"], [-1], "")
-    ev = b.feedback_events()
-    assert [e[1:] for e in ev] == [(1.7e9, "which db?", ["m1", "m2"], [1, -1], ""), (1.7e9 + 1, "who?", ["m3"], [-1], "")]
-    assert b.feedback_events(after=ev[0][0]) == ev[1:] and b.counts()["feedback"] == 2
+    assert b.last_feedback() == 0 and b.feedback_rows() == []
+    with b.write(): s1 = b.log_feedback(1.7e9, "which db?", ["m1", "m2"], [1, -1], "", {"ids": ["m1", "m2"], "positions": [0, 1]}, b"\1" * 8)
+    with b.write(): s2 = b.log_feedback(1.7e9 + 1, "who?", ["m3"], [-1], "")
+    rows = b.feedback_rows()
+    assert rows == [(s1, "which db?", [1, -1], {"ids": ["m1", "m2"], "positions": [0, 1]}, b"\1" * 8), (s2, "who?", [-1], None, None)]
+    assert b.feedback_rows(after=s1) == rows[1:] and b.counts()["feedback"] == 2 and b.last_feedback() == s2 > s1
     ear = EAR(DIM, EARConfig(K=4, s=2), seed=0)
     E = vectors(4, seed=7)
     cands = Candidates(Query("q", "q"), E[0], [Memory(f"m{i}", "t", "semantic", "fact") for i in range(4)], E, E @ E[0])
     ear.observe(cands, [np.array([0, 1])], [np.array([1, -1], dtype=np.int8)])
-    v1 = b.save_learner(ear)
-    assert v1.startswith("v00000002-") and b.learner == v1
+    v1 = b.save_learner(ear, s2)
+    assert learner_seq(v1) == s2 and b.learner == v1
     other = PostgresBackend(pg_url, DIM, "alice", schema=schema)
     assert other.refresh() == v1
     version, loaded = other.load_learner(v1)
     np.testing.assert_allclose(np.asarray(loaded.scores(cands)), np.asarray(ear.scores(cands)), atol=1e-6)
-    v2 = b.save_learner(ear)
+    assert b.save_learner(ear, s1) == v1  # an older checkpoint loses to the current one (and its rows go)
+    v2 = b.save_learner(ear, s2 + 1)
     assert v2 > v1 and other.changed()
     assert other.load_learner(v1)[0] == v2  # the old checkpoint went; the pointer is followed
     assert b._q("SELECT count(*) FROM {s}.learners").fetchone()[0] == 1
-    b.save_learner(EAR(8, EARConfig(K=4, s=2), seed=0))  # a learner of another dimension is refused on load
+    assert b.point_learner(v1) == v2 and b.prune_checkpoints() == 0  # not forced: the pointer stays
+    b.save_learner(EAR(8, EARConfig(K=4, s=2), seed=0), s2 + 2)  # a learner of another dimension is refused on load
     with pytest.raises(ValueError, match="adapter: the stored learner .* has dimension 8"): other.load_learner(b.learner)
     assert PostgresBackend(pg_url, DIM, "carol", schema=schema).refresh() == ""  # other namespaces have no learner
 
@@ -266,3 +269,14 @@ def test_manifest_and_size(pg_url, schema):
     b.save_manifest({"encoder": "x", "dim": DIM}); b.save_manifest({"encoder": "y", "dim": DIM})
     assert PostgresBackend(pg_url, DIM, "alice", schema=schema).load_manifest() == {"dim": DIM, "encoder": "y"}
     assert PostgresBackend(pg_url, DIM, "bob", schema=schema).load_manifest() is None
+
+
+def test_a_held_write_lock_times_out(pg_url, schema):
+    a = PostgresBackend(pg_url, DIM, "alice", schema=schema)
+    b = PostgresBackend(pg_url, DIM, "alice", schema=schema, lock_timeout=0.2)
+    with a.write():
+        with pytest.raises(TimeoutError, match="write lock of namespace 'alice'.*gave up after 0.2 s"):
+            with b.write(): pass
+        with PostgresBackend(pg_url, DIM, "bob", schema=schema, lock_timeout=0.2).write() as rev: assert rev == 1  # other namespaces do not wait
+    with b.write() as rev: assert rev == 2  # the failed attempt left nothing
+    a.close(); b.close()

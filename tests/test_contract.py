@@ -1,0 +1,310 @@
+"""One contract for every storage backend: the same MemoryStore tests on a store folder (SQLite) and on a
+PostgreSQL URL (a fresh namespace of the `pg_url` server per test). Everything goes through MemoryStore, so a
+backend passes when the store behaves the same on it: persistence across reopen and across processes, dedupe and
+updates with their history, search filters and the relevance floor, the injection budget, feedback learning (the
+learner is a cache of the feedback log), repair, and namespaces."""
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from earmem.hygiene import DAY, HashingEncoder, StoreConfig, to_epoch
+from earmem.memory import MemoryStore
+from earmem.storage import redact_url
+
+ROOT = Path(__file__).resolve().parents[1]
+DIM = 64
+
+
+class Location:
+    "Where a test's store lives: `open(**kw)` opens (or creates) it; `args` are what a second process needs."
+    def __init__(self, kind, where, namespace="default"):
+        self.kind, self.where, self.namespace = kind, str(where), namespace
+
+    def open(self, encoder=True, **kw):
+        "The store (hashing vectors score low, so the relevance floor is off unless a test sets a config)."
+        enc = HashingEncoder(DIM) if encoder else None
+        if encoder and "config" not in kw: kw["config"] = StoreConfig(min_relevance=-1.0)
+        return MemoryStore(self.where, encoder=enc, namespace=self.namespace, **kw)
+
+    def other(self, namespace):
+        return Location(self.kind, self.where, namespace)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def loc(request, tmp_path):
+    if request.param == "sqlite": return Location("sqlite", tmp_path / "store")
+    url = request.getfixturevalue("pg_url")
+    return Location("postgres", url, f"t-{uuid.uuid4().hex[:12]}")
+
+
+NOTES = [("User (Dana) chose Postgres over DynamoDB for the orders service", "decision", ["Dana", "orders"], "2026-03-04"),
+         ("Dana prefers short answers with code first", "preference", ["Dana"], "2026-02-01"),
+         ("The orders service runs on Postgres 16 in eu-west-1", "fact", ["orders"], "2026-01-10"),
+         ("Lee works from Lisbon and likes long walks", "fact", ["Lee"], "2025-12-01"),
+         ("Dana's deploy of orders failed on a missing migration", "failure", ["Dana", "orders"], "2026-03-10"),
+         ("Chatted with Lee about the weather in Lisbon", "episode", ["Lee"], "2026-03-11")]
+
+
+def fill(st):
+    return [st.add(t, k, e, timestamp=ts, source="chat").id for t, k, e, ts in NOTES]
+
+
+def test_persistence_across_reopen(loc):
+    st = loc.open(); ids = fill(st)
+    before = st.search("which database did Dana choose?", k=3, touch=False)
+    st.close()
+    st = loc.open(encoder=False)  # the encoder comes back from the manifest
+    assert isinstance(st.encoder, HashingEncoder) and len(st) == len(NOTES) and all(i in st for i in ids)
+    after = st.search("which database did Dana choose?", k=3, touch=False)
+    assert after.ids == before.ids and len(after) == 3
+    np.testing.assert_allclose([h.score for h in after], [h.score for h in before], atol=1e-6)
+    assert [r.text for r in st.records()] == [n[0] for n in NOTES]
+    st.close()
+    with pytest.raises(ValueError, match="is closed"): st.search("x")
+
+
+SECOND = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from earmem.memory import MemoryStore
+from earmem.storage import redact_url
+st = MemoryStore(sys.argv[2], namespace=sys.argv[3])
+hits = st.search("which database did Dana choose?", k=2, touch=False)
+r = st.add("Written by the second process about Kafka", "fact", ["Kafka"])
+print(json.dumps({"ids": hits.ids, "len": len(st), "new": r.id}))
+st.close()
+"""
+
+
+def test_a_second_process_reads_and_writes(loc):
+    st = loc.open(); fill(st)
+    here = st.search("which database did Dana choose?", k=2, touch=False).ids
+    out = subprocess.run([sys.executable, "-c", SECOND, str(ROOT), loc.where, loc.namespace], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["ids"] == here and got["len"] == len(NOTES) + 1  # counted after its own add
+    assert got["new"] in st and st.search("Kafka", k=1, touch=False).ids == [got["new"]]  # this store sees its commit
+    assert len(st) == len(NOTES) + 1
+    st.close()
+
+
+def test_dedupe_merges_and_counts(loc):
+    st = loc.open()
+    a = st.add("User (Dana) prefers Go for backend services", "preference", ["Dana"])
+    b = st.add("User (Dana) prefers Go for backend services!", "preference", ["dana"], importance=0.9)
+    assert (b.action, b.id, b.count) == ("merged", a.id, 2) and len(st) == 1
+    assert st.add("User (Dana) prefers Go for backend services", "fact", ["Dana"]).action == "inserted"  # other kind
+    res = st.add_many(["Deploys happen on Fridays", "Deploys happen on Fridays."], kind="fact")
+    assert [r.action for r in res] == ["inserted", "merged"] and res[0].id == res[1].id
+    with pytest.raises(ValueError, match="already exists"): st.add("x", "fact", id=a.id)
+    assert [h["action"] for h in st.history(a.id)] == ["insert", "merge"] and st.get(a.id).count == 2
+    assert st.add("explicit id", "fact", id="custom-1").id == "custom-1" and "custom-1" in st
+    st.close()
+
+
+def test_updates_supersede_with_history(loc):
+    st = loc.open(config=StoreConfig(dedupe_threshold=0.4, min_relevance=-1.0))
+    a = st.add("The standup moved to 4pm", "decision")
+    b = st.add("The standup moved to 3pm", "decision")
+    assert (b.action, b.supersedes) == ("updated", a.id)
+    assert [h.text for h in st.search("when is the standup?", touch=False)] == ["The standup moved to 3pm"]
+    assert (st.get(a.id).status, st.get(a.id).metadata, st.get(b.id).metadata) == ("superseded", {"superseded_by": b.id}, {"supersedes": a.id})
+    assert [(h["id"], h["action"]) for h in st.history(b.id)] == [(a.id, "insert"), (b.id, "insert"), (a.id, "supersede")]
+    assert st.stats()["superseded"] == 1 and st.check()["ok"]
+    st.close()
+
+
+def test_update_retract_delete(loc):
+    clock = [to_epoch("2026-03-04")]
+    st = loc.open(clock=lambda: clock[0])
+    ids = fill(st)
+    created = st.get(ids[1]).timestamp
+    clock[0] += 5 * DAY
+    rec = st.update(ids[1], text="Dana prefers short answers, code first, no preamble", reason="sharper")
+    assert rec.timestamp == created and "no preamble" in rec.text  # the time of formation is kept
+    assert st.search("answers code preamble", k=1, touch=False).ids == [ids[1]]
+    corr = st.retract(ids[2], "wrong region", correction="The orders service runs on Postgres 16 in us-east-1")
+    assert st.get(ids[2]).status == "retracted" and ids[2] not in st.search("orders region", k=6, touch=False).ids
+    assert st.get(corr.id).metadata["corrects"] == ids[2]
+    st.delete(ids[3])
+    assert ids[3] not in st and [h["action"] for h in st.history(ids[3])] == ["insert", "delete"]
+    with pytest.raises(KeyError): st.get(ids[3])
+    assert len(st) == len(NOTES) - 2 + 1
+    st.close()
+
+
+def test_search_filters(loc):
+    st = loc.open(config=StoreConfig(min_relevance=-1.0))
+    ids = fill(st)
+    q = "Dana orders Postgres Lee"
+    assert {h.kind for h in st.search(q, k=6, kinds=["fact"], touch=False)} == {"fact"}
+    assert set(st.search(q, k=6, entities=["lee"], touch=False).ids) == {ids[3], ids[5]}  # case-insensitive
+    assert set(st.search(q, k=6, since="2026-03-01", touch=False).ids) == {ids[0], ids[4], ids[5]}
+    assert set(st.search(q, k=6, until="2026-01-31", touch=False).ids) == {ids[2], ids[3]}
+    assert {h.store for h in st.search(q, k=6, store="episodic", touch=False)} == {"episodic"}
+    assert st.search(q, k=6, kinds=["correction"], touch=False).ids == []
+    with pytest.raises(ValueError, match="kinds"): st.search(q, kinds=["gossip"])
+    st.close()
+
+
+def test_relevance_floor_and_k(loc):
+    st = loc.open(config=StoreConfig(min_relevance=-1.0)); fill(st)
+    all6 = st.search("Dana database choice", k=6, touch=False)
+    assert len(all6) == 6 and [h.rank for h in all6] == list(range(1, 7))
+    assert all(a.score >= b.score for a, b in zip(list(all6), list(all6)[1:]))
+    floor = sorted(h.relevance for h in all6)[3]
+    high = st.search("Dana database choice", k=6, min_relevance=floor, touch=False)
+    assert 0 < len(high) < 6 and all(h.relevance >= floor for h in high)
+    assert len(st.search("Dana database choice", k=2, touch=False)) == 2
+    st.close()
+
+
+def test_inject_budget(loc):
+    st = loc.open(config=StoreConfig(min_relevance=-1.0)); fill(st)
+    hits = st.search("What did Dana decide about orders?", k=6, touch=False)
+    for budget in (10, 40, 400):
+        block = st.inject(hits, budget)
+        assert block.tokens <= budget and st.count_tokens(block) <= budget
+    assert "[" + hits.ids[0] + "]" in st.inject(hits, 400)
+    st.close()
+
+
+def feedback_rounds(st, n, seed=0):
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        hits = st.search(["Dana database", "Lee Lisbon", "orders failure"][i % 3], k=4, touch=False)
+        st.feedback(hits, cited=[hits.ids[int(rng.integers(len(hits)))]])
+
+
+def test_feedback_learning_survives_reopen_and_repair(loc):
+    st = loc.open(config=StoreConfig(min_relevance=-1.0, checkpoint_every=4)); fill(st)
+    feedback_rounds(st, 6)
+    s = st.stats()
+    assert s["feedback"] == 6 and s["learner_steps"] == 6 and s["learner"]
+    q = "Dana database"
+    scores = [h.score for h in st.search(q, k=4, touch=False)]
+    st.close()  # checkpoints the 2 unsaved feedbacks
+    st = loc.open()
+    s2 = st.stats()
+    assert (s2["learner_steps"], s2["feedback"], s2["learner"]) == (6, 6, st._learner_version) and s2["learner"].startswith("v")
+    np.testing.assert_allclose([h.score for h in st.search(q, k=4, touch=False)], scores, atol=1e-5)
+    rep = st.repair()
+    assert (rep["feedback"], rep["replayed"], rep["steps"]) == (6, 6, 6)
+    np.testing.assert_allclose([h.score for h in st.search(q, k=4, touch=False)], scores, atol=1e-4)
+    st.close()
+
+
+def test_a_second_store_learns_from_the_log(loc):
+    a = loc.open(config=StoreConfig(min_relevance=-1.0, checkpoint_every=100)); fill(a)
+    b = loc.open()
+    feedback_rounds(a, 3)  # not yet checkpointed: b must replay the log
+    b.search("Dana", k=1, touch=False)
+    assert b.stats()["learner_steps"] == 3 == a.stats()["learner_steps"]
+    feedback_rounds(b, 2, seed=1)
+    a.search("Dana", k=1, touch=False)
+    assert a.stats()["learner_steps"] == 5 == b.stats()["feedback"]
+    a.close(); b.close()
+
+
+def test_stats_check_export(loc, tmp_path):
+    st = loc.open(); fill(st)
+    s = st.stats()
+    assert s["memories"] == len(NOTES) and s["by_kind"]["fact"] == 2 and s["bytes_on_disk"] > 0 and s["dim"] == DIM
+    assert st.check() == {"ok": True, "memories": len(NOTES)}
+    assert st.export(tmp_path / "out.jsonl") == len(NOTES)
+    if loc.kind == "postgres":  # the URL is shown without its password
+        assert s["namespace"] == loc.namespace and s["path"] == redact_url(loc.where) == str(st.path)
+    st.close()
+
+
+def test_namespaces(loc):
+    if loc.kind == "sqlite":
+        with pytest.raises(ValueError, match="namespace: a store folder holds one store"): loc.other("alice").open()
+        return
+    a, b = loc.other(loc.namespace + "-a").open(), loc.other(loc.namespace + "-b").open()
+    ra = a.add("Dana chose Postgres for orders", "decision", ["Dana"])
+    rb = b.add("Lee picked DynamoDB for sessions", "decision", ["Lee"])
+    assert ra.id == rb.id == "m1"  # ids are per namespace
+    assert (len(a), len(b)) == (1, 1) and a.get("m1").text != b.get("m1").text
+    assert a.search("database", k=5, touch=False).ids == ["m1"] and "Lee" not in a.search("database", k=5, touch=False)[0].text
+    feedback_rounds_ns = a.search("database", k=1, touch=False)
+    a.feedback(feedback_rounds_ns, cited=["m1"])
+    assert (a.stats()["feedback"], b.stats()["feedback"], b.stats()["learner_steps"]) == (1, 0, 0)
+    with pytest.raises(FileNotFoundError, match="no memory store"): loc.other(loc.namespace + "-none").open(readonly=True)
+    a.close(); b.close()
+
+
+def test_same_ranking_on_both_backends(pg_url, tmp_path):
+    "The same writes and queries give the same hits on SQLite and PostgreSQL (a small store: HNSW is exact here)."
+    locs = [Location("sqlite", tmp_path / "s"), Location("postgres", pg_url, f"t-{uuid.uuid4().hex[:12]}")]
+    clock = [to_epoch("2026-03-20")]
+    stores = [l.open(clock=lambda: clock[0], config=StoreConfig(min_relevance=-1.0)) for l in locs]
+    for st in stores: fill(st)
+    for q in ("which database did Dana choose?", "Lisbon", "orders failure"):
+        got = [st.search(q, k=4, touch=False) for st in stores]
+        assert got[0].ids == got[1].ids
+        np.testing.assert_allclose([h.score for h in got[0]], [h.score for h in got[1]], atol=1e-5)
+    for st in stores: st.close()
+
+
+WORKER = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from earmem.memory import MemoryStore
+st = MemoryStore(sys.argv[2], namespace=sys.argv[3])
+w, added = int(sys.argv[4]), []
+for i in range(8):
+    added.append(st.add(f"worker {w} wrote note {i} on topic {i % 3} for service s{w}", "fact", [f"W{w}"]).id)
+    hits = st.search(f"topic {i % 3} service s{w}", k=3, touch=i % 2 == 0)
+    if hits: st.feedback(hits, cited=[hits.ids[0]])
+st.close()
+print(json.dumps(added))
+"""
+
+
+def test_four_processes_on_one_postgres_store(pg_url):
+    "Four processes add, search (touching) and give feedback on one store at once: no errors, nothing lost, learner == log."
+    loc = Location("postgres", pg_url, f"t-{uuid.uuid4().hex[:12]}")
+    loc.open(config=StoreConfig(min_relevance=-1.0, checkpoint_every=3)).close()
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(ROOT), loc.where, loc.namespace, str(w)], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(4)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [e[-2000:] for _, e in outs]
+    added = [i for out, _ in outs for i in json.loads(out.strip().splitlines()[-1])]
+    st = loc.open()
+    assert all(i in st for i in added) and len(added) == 32
+    s = st.stats()
+    assert s["feedback"] == 32 and s["learner_steps"] == 32 and st.check()["ok"]
+    assert st.repair()["steps"] == 32
+    st.close()
+
+
+def test_a_reader_searches_and_never_writes(loc):
+    st = loc.open(); ids = fill(st)
+    reader = MemoryStore(loc.where, namespace=loc.namespace, readonly=True)
+    assert reader.search("Dana database", k=2, touch=False).ids == st.search("Dana database", k=2, touch=False).ids
+    with pytest.raises(PermissionError, match="read-only"): reader.add("nope", "fact")
+    st.delete(ids[0])
+    assert ids[0] not in reader and len(reader) == len(NOTES) - 1  # the reader follows the writer's commits
+    reader.close(); st.close()
+
+
+NO_PSYCOPG = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+sys.modules["psycopg"] = None
+from earmem.memory import MemoryStore
+try: MemoryStore("postgresql://someone@localhost/db", namespace="x")
+except ImportError as e: print(e)
+"""
+
+
+def test_a_url_without_psycopg_says_what_to_install():
+    out = subprocess.run([sys.executable, "-c", NO_PSYCOPG, str(ROOT)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert 'pip install "earmem[postgres]"' in out.stdout, out.stderr

@@ -150,10 +150,10 @@ def _server_ms(b: PostgresBackend, Q: np.ndarray, K: int) -> float:
     return round(float(np.median([b._q(sql, (*params, q, K)).fetchone()[0][0]["Execution Time"] for q in Q])), 2)
 
 def _bench_one(url: str, n: int, dim: int, tenants: int, per_tenant: int, n_queries: int, K: int, ef_search, rng,
-               maintenance_work_mem: str, clusters: int) -> dict:
+               maintenance_work_mem: str, clusters: int, hnsw: dict) -> dict:
     "Load, index and search one synthetic store of `n` memories in a fresh schema."
     schema, centers = f"earmem_bench_{n}", synthetic_vectors(clusters, dim, rng) if clusters else None
-    b = PostgresBackend(url, dim, "main", schema=schema)
+    b = PostgresBackend(url, dim, "main", schema=schema, hnsw_m=hnsw["m"], hnsw_ef_construction=hnsw["ef_construction"])
     b._q("DROP INDEX {s}.memories_hnsw")
     E, t_load = _bench_load(b, n - tenants * per_tenant, dim, rng, centers)
     n_main = len(E)
@@ -168,7 +168,7 @@ def _bench_one(url: str, n: int, dim: int, tenants: int, per_tenant: int, n_quer
     E = np.concatenate([E, V])
     tenant = PostgresBackend(url, dim, f"tenant{tenants - 1}", schema=schema)
     Q = synthetic_vectors(n_queries, dim, rng, centers)
-    res = {"memories": n, "clusters": clusters, "main": len(E), "tenants": tenants, "per_tenant": per_tenant, "dim": dim,
+    res = {"memories": n, "clusters": clusters, "hnsw": dict(b.hnsw), "main": len(E), "tenants": tenants, "per_tenant": per_tenant, "dim": dim,
            "load_per_s": round(n_main / t_load), "hnsw_build_s": round(t_build, 1), "marginal_add_per_s": round(1000 / t_more),
            **_index_sizes(b), **_time_searches(b, tenant, _mirror(E), _mirror(Et), Q, K, ef_search)}
     b._q("DROP SCHEMA {s} CASCADE"); b.close(); tenant.close()
@@ -178,7 +178,7 @@ def _bench_one(url: str, n: int, dim: int, tenants: int, per_tenant: int, n_quer
 def bench_postgres(sizes: Sequence[int] = (100_000, 1_000_000), dim: int = 384, n_queries: int = 200, K: int = 20,
                    ef_search: Sequence[int] = (40, 100, 200), tenants: int = 100, tenant_share: float = 0.1, seed: int = 0,
                    clusters: int = 0, url: str | None = None, folder: str | Path | None = None,
-                   maintenance_work_mem: str = "2GB") -> list:
+                   maintenance_work_mem: str = "2GB", hnsw_m: int = 16, hnsw_ef_construction: int = 64) -> list:
     "Load / index / search figures of synthetic PostgreSQL stores of each size (a throwaway embedded server unless `url`)."
     if not re.fullmatch(r"\d+(kB|MB|GB)", maintenance_work_mem):
         raise ValueError(f"maintenance_work_mem: expected a size like '2GB', got {maintenance_work_mem!r}")
@@ -190,7 +190,8 @@ def bench_postgres(sizes: Sequence[int] = (100_000, 1_000_000), dim: int = 384, 
         server, url = embedded_server(Path(tmp) / "pgdata")
     try:
         return [_bench_one(url, n, dim, tenants, max(1, int(n * tenant_share) // max(1, tenants)), n_queries, K,
-                           ef_search, rng, maintenance_work_mem, clusters) for n in sizes]
+                           ef_search, rng, maintenance_work_mem, clusters,
+                           dict(m=hnsw_m, ef_construction=hnsw_ef_construction)) for n in sizes]
     finally:
         if server is not None: server.cleanup(); shutil.rmtree(tmp, ignore_errors=True)
 
@@ -201,7 +202,7 @@ def bench_table(results: list) -> str:
     for r in results:
         kind = f"{r['clusters']} clusters" if r.get("clusters") else "uniform"
         lines.append(f"{r['memories']:,} memories ({kind}, dim {r['dim']}; main {r['main']:,}, {r['tenants']} tenants × {r['per_tenant']}): "
-                     f"COPY {r['load_per_s']:,}/s, HNSW build {r['hnsw_build_s']} s, one more batch {r['marginal_add_per_s']:,}/s, "
+                     f"COPY {r['load_per_s']:,}/s, HNSW (m {r.get('hnsw', {}).get('m', 16)}, ef_construction {r.get('hnsw', {}).get('ef_construction', 64)}) build {r['hnsw_build_s']} s, one more batch {r['marginal_add_per_s']:,}/s, "
                      f"HNSW {r['hnsw_mb']} MB, table {r['table_mb']} MB, total {r['total_mb']} MB")
         runs = [k for k in r if k.startswith("ef_search=") or k == "sqlite_index"]
         lines.append(f"{'search':>10} | " + " | ".join(f"{k:>24}" for k in runs))

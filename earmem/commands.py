@@ -13,11 +13,14 @@ from .data import (LOCOMO_NAMES, LOCOMO_SHA256, LOCOMO_SOURCE, LOCOMO_URL, LONGM
                          check_locomo, check_longmemeval, check_options, data_root, fetch_file, sha256_of, _check_json,
                          _locate)
 from .hygiene import KINDS, STORES, HashingEncoder, normalise_item
+import numpy as np
+from .storage import learner_seq
 from .memory import MemoryStore
 from .bench import benchmark_store, bench_postgres, bench_table
 
 # %% auto #0
-__all__ = ['DATA_SOURCES', 'add_memory_parser', 'run_memory_command', 'DataSource', 'download_data', 'data_report']
+__all__ = ['DATA_SOURCES', 'migrate_store', 'add_memory_parser', 'run_memory_command', 'DataSource', 'download_data',
+           'data_report']
 
 # %% ../nbs/30_commands.ipynb #d6f8fc78
 def _one_line(e: BaseException) -> str:
@@ -38,7 +41,7 @@ def _store_from_args(a, readonly: bool = False, create: bool = False) -> MemoryS
     if getattr(a, "encoder", None):
         m = re.fullmatch(r"hashing(?:-(\d+))?", a.encoder)
         enc = HashingEncoder(int(m.group(1) or 64)) if m else Encoder(a.encoder, progress=False)
-    return MemoryStore(a.store, encoder=enc, readonly=readonly, create=create)
+    return MemoryStore(a.store, encoder=enc, readonly=readonly, create=create, namespace=a.namespace)
 
 def _json_default(o):
     "JSON for what `json` cannot write itself: numpy numbers and arrays, dataclasses, paths."
@@ -86,7 +89,8 @@ def _cmd_bench(a):
         rows = benchmark_store(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, progress=not a.quiet)
     else:
         rows = bench_postgres(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, clusters=a.clusters, url=a.url,
-                              ef_search=tuple(a.ef_search), maintenance_work_mem=a.maintenance_work_mem)
+                              ef_search=tuple(a.ef_search), maintenance_work_mem=a.maintenance_work_mem,
+                              hnsw_m=a.hnsw_m, hnsw_ef_construction=a.hnsw_ef_construction)
         if not a.json: print(bench_table(rows)); return
     print(json.dumps(rows, indent=1))
 
@@ -201,10 +205,47 @@ def _cmd_import(a):
     _emit(a, c, f"imported {a.path}: {c['inserted']} inserted, {c['merged']} merged into others, {c['withdrawn']} withdrawn, "
                 f"{c['skipped']} already present")
 
+# %% ../nbs/30_commands.ipynb #48ae3d45
+class _ShapeOnly:
+    "Stands in for a store's encoder while a migration creates the destination: its id and dimension; never encodes text."
+    def __init__(self, model_id: str, dim: int): self.model_id, self.dim = model_id, dim
+    def encode_documents(self, texts): return np.zeros((len(texts), self.dim), np.float32)
+    encode_queries = encode_documents
+
+def _copy_log(a, b, rev) -> dict:
+    "Rows, audit and feedback of backend `a` appended to backend `b` inside its write `rev`; {a's feedback seq: b's}."
+    b.insert(a.dump_rows(), rev)
+    b.audit_many(a.dump_audit())
+    b._set_meta("next_id", max(int(b._meta("next_id")), int(a._meta("next_id"))))
+    return {s: b.log_feedback(at, q, sl, lab, ln, c, v) for s, at, q, sl, lab, ln, c, v in a.dump_feedback()}
+
+def _copy_learner(a, b, seqs: dict) -> str | None:
+    "`b`'s checkpoint of `a`'s current learner, at the feedback row it had learned up to (None: no learner yet)."
+    if not a.learner: return None
+    _, learner = a.load_learner(a.learner)
+    return b.save_learner(learner, seqs.get(learner_seq(a.learner), 0), force=True)
+
+# %% ../nbs/30_commands.ipynb #8cdd6e8d
+def migrate_store(src: str | Path, dst: str | Path, src_namespace: str = "default", dst_namespace: str = "default") -> dict:
+    "Copy the store at `src` into a new store at `dst` (folders or URLs): memories, audit, feedback log, learner."
+    with MemoryStore(src, namespace=src_namespace, readonly=True) as a:
+        shape = _ShapeOnly(a.manifest["encoder"], a.dim)
+        with MemoryStore(dst, encoder=shape, config=a.config, namespace=dst_namespace) as b:
+            if b._backend.dump_rows() or b._backend.dump_feedback():
+                raise ValueError(f"dst: the store at {b.path} is not empty; migrate into a new folder or namespace")
+            with b._backend.write() as rev: seqs = _copy_log(a._backend, b._backend, rev)
+            version = _copy_learner(a._backend, b._backend, seqs)
+            out = {"src": str(a.path), "dst": str(b.path), "memories": len(a._backend.dump_rows()),
+                   "audit": len(a._backend.dump_audit()), "feedback": len(seqs), "learner": version}
+    with MemoryStore(dst, namespace=dst_namespace, readonly=True) as c: out["check"] = c.check()["ok"]
+    return out
+
 # %% ../nbs/30_commands.ipynb #44084f74
 def _store_options(sp, encoder: bool = True):
     sp.add_argument("--store", "-s", default=os.environ.get("EARMEM_STORE", "earmem-memory"),
-                    help="store folder (default: $EARMEM_STORE or ./earmem-memory)")
+                    help="store folder or postgresql:// URL (default: $EARMEM_STORE or ./earmem-memory)")
+    sp.add_argument("--namespace", default=os.environ.get("EARMEM_NAMESPACE", "default"),
+                    help="user / tenant inside a postgresql:// store (default: $EARMEM_NAMESPACE or 'default')")
     if encoder: sp.add_argument("--encoder", default=None,
                     help="encoder for a NEW store: a sentence-transformers name/path, or 'hashing[-DIM]' "
                          "(default: bundled all-MiniLM-L6-v2)")
@@ -298,6 +339,20 @@ def _add_transfer(sub):
              _cmd_stats, "the summary")
 
 # %% ../nbs/30_commands.ipynb #f805be49
+def _cmd_migrate(a):
+    r = migrate_store(a.src, a.dst, a.src_namespace, a.dst_namespace)
+    _emit(a, r, f"migrated {r['memories']} memories, {r['audit']} audit entries, {r['feedback']} feedback rows and "
+                f"learner {r['learner'] or '(none)'} from {r['src']} to {r['dst']}; check {'ok' if r['check'] else 'FAILED'}")
+
+def _add_migrate(sub):
+    sp = _command(sub, "migrate", "copy a store to another backend (folder <-> postgresql://)", "Copy every memory (any "
+                  "status), the audit trail, the feedback log and the learner from SRC into a new, empty store at DST; "
+                  "nothing is re-encoded.", _cmd_migrate, "the counts copied", store=False)
+    sp.add_argument("src", help="the store to copy: a folder or a postgresql:// URL")
+    sp.add_argument("dst", help="a new store: an empty or missing folder, or a postgresql:// URL with an unused namespace")
+    sp.add_argument("--src-namespace", default="default", help="namespace of SRC when it is a URL (default 'default')")
+    sp.add_argument("--dst-namespace", default="default", help="namespace of DST when it is a URL (default 'default')")
+
 def _add_bench(sub):
     sp = _command(sub, "bench", "benchmark add throughput and search latency", "Synthetic random-embedding stores of "
                   "the given sizes (encoding excluded). sqlite prints JSON; postgres (a throwaway embedded server unless "
@@ -307,6 +362,8 @@ def _add_bench(sub):
     sp.add_argument("--clusters", type=int, default=1000, help="postgres: vectors around this many centres (0 = uniform; default 1000)")
     sp.add_argument("--ef-search", type=int, nargs="+", default=[40, 100, 200], help="postgres: HNSW ef_search values (default 40 100 200)")
     sp.add_argument("--maintenance-work-mem", default="2GB", help="postgres: memory for the HNSW build (default 2GB)")
+    sp.add_argument("--hnsw-m", type=int, default=16, help="postgres: HNSW links per node (default 16, pgvector's)")
+    sp.add_argument("--hnsw-ef-construction", type=int, default=64, help="postgres: HNSW build candidate list (default 64, pgvector's)")
     sp.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="store sizes (default 10000 100000)")
     sp.add_argument("--dim", type=int, default=384, help="embedding dimension (default 384, MiniLM's)")
     sp.add_argument("--queries", type=int, default=200, help="timed queries per size (default 200)")
@@ -317,7 +374,7 @@ def add_memory_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("memory", help="an agent's long-term memory store: add, search, feedback, update, export …",
                               description="Work with an earmem MemoryStore folder (SQLite + embeddings + EAR learner).")
     sub = p.add_subparsers(dest="memory_command", metavar="COMMAND", required=True)
-    for add in (_add_add, _add_search, _add_inject, _add_feedback, _add_changes, _add_transfer, _add_bench): add(sub)
+    for add in (_add_add, _add_search, _add_inject, _add_feedback, _add_changes, _add_transfer, _add_migrate, _add_bench): add(sub)
     return p
 
 _FAULTS = (ValueError, TypeError, KeyError, OSError, ImportError, sqlite3.Error)
@@ -446,7 +503,7 @@ def _cmd_serve(a):
     module, func, _, port = _SERVERS[a.server]
     if getattr(a, "transport", "http") == "stdio" and (a.host is not None or a.port is not None):
         raise ValueError(f"{'host' if a.host is not None else 'port'}: --host and --port apply to --transport http only")
-    kw = dict(host=a.host or "127.0.0.1", port=port if a.port is None else a.port)
+    kw = dict(host=a.host or "127.0.0.1", port=port if a.port is None else a.port, namespace=a.namespace)
     if a.server == "mcp": kw = {"transport": a.transport, **kw}
     try: getattr(importlib.import_module(module), func)(a.store, **kw)
     except ModuleNotFoundError as e: raise _missing_extra(a.server, e) from None

@@ -173,9 +173,9 @@ def create_app(store: MemoryStore | MemoryTools) -> FastAPI:
     return app
 
 # %% ../nbs/26_http.ipynb #dd69531d
-def serve_http(store_path: str | Path, host: str = "127.0.0.1", port: int = 8766) -> None:
-    "Serve the memory store at `store_path` over HTTP with uvicorn on host:port (docs at /docs)."
+def serve_http(store_path: str | Path, host: str = "127.0.0.1", port: int = 8766, namespace: str = "default") -> None:
+    "Serve the memory store at `store_path` (folder or URL, with `namespace`) over HTTP with uvicorn on host:port (docs at /docs)."
     uvicorn = require("uvicorn", "server")
-    store = MemoryStore(store_path)
+    store = MemoryStore(store_path, namespace=namespace)
     try: uvicorn.run(create_app(store), host=host, port=port, log_level="warning")
     finally: store.close()

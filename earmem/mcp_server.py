@@ -205,11 +205,12 @@ def build_mcp_server(store: MemoryStore | MemoryTools, name: str = "earmem"):
     return server
 
 # %% ../nbs/25_mcp.ipynb #a1f9b6d2
-def serve_mcp(store_path: str | Path, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765) -> None:
-    "Serve the memory store at `store_path` over MCP: transport 'stdio' or 'http' (streamable HTTP on host:port, path /mcp)."
+def serve_mcp(store_path: str | Path, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
+              namespace: str = "default") -> None:
+    "Serve the memory store at `store_path` (folder or URL, with `namespace`) over MCP: transport 'stdio' or 'http' (streamable HTTP on host:port, path /mcp)."
     if transport not in ("stdio", "http"): raise ValueError(f"transport: expected 'stdio' or 'http', got {transport!r}")
     port = check_positive_int(port, "port")
-    server = build_mcp_server(MemoryStore(store_path))
+    server = build_mcp_server(MemoryStore(store_path, namespace=namespace))
     try:
         if transport == "stdio": server.run("stdio")
         else: server.run("streamable-http", host=host, port=port)

@@ -83,7 +83,9 @@ class MemoryStore(Learning):
         except Exception: pass
     def __len__(self): return self._fresh().active_count()
     def __contains__(self, mid): return self._fresh().has(mid)
-    def __repr__(self): return f"MemoryStore({str(self.path)!r}, {len(self)} memories, encoder={self.manifest['encoder']!r}, dim={self.dim})"
+    def __repr__(self):
+        n = "closed" if self._backend is None or self._backend.db is None else f"{len(self)} memories"
+        return f"MemoryStore({str(self.path)!r}, {n}, encoder={self.manifest['encoder']!r}, dim={self.dim})"
 
 # %% ../nbs/21_memory.ipynb #504b90f8
 def folder_writable(path: Path) -> bool:

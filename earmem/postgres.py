@@ -413,6 +413,27 @@ def open_postgres_store(url: str, namespace: str = "default", readonly: bool = F
 
 BACKENDS["postgresql"] = BACKENDS["postgres"] = open_postgres_store
 
+# %% ../nbs/23_postgres.ipynb #65ef8197
+@patch
+def dump_rows(self: PostgresBackend) -> list:
+    "Every memory row of the namespace (any status) in `COLUMNS` order, oldest first."
+    got = self._q(f"SELECT {_SELECT} FROM {{s}}.memories WHERE namespace=%s ORDER BY seq", (self.namespace,), binary=True).fetchall()
+    return [(*r[:13], r[13].to_numpy().astype(np.float32).tobytes()) for r in got]
+
+@patch
+def dump_audit(self: PostgresBackend) -> list:
+    "Every audit entry of the namespace (at, memory id, action, detail dict), oldest first."
+    rows = self._q("SELECT at, memory_id, action, detail FROM {s}.audit WHERE namespace=%s ORDER BY seq", (self.namespace,))
+    return [(at, m, a, json.loads(d)) for at, m, a, d in rows]
+
+@patch
+def dump_feedback(self: PostgresBackend) -> list:
+    "Every feedback row of the namespace (seq, at, query, slate, labels, learner, candidates or None, vectors or None), oldest first."
+    rows = self._q("SELECT seq, at, query, slate, labels, learner, candidates, vectors FROM {s}.feedback WHERE namespace=%s ORDER BY seq",
+                   (self.namespace,))
+    return [(s, at, q, json.loads(sl), json.loads(lab), ln, json.loads(c) if c else None, None if v is None else bytes(v))
+            for s, at, q, sl, lab, ln, c, v in rows]
+
 # %% ../nbs/23_postgres.ipynb #c8791d3e
 def _learner_files(learner, version: str) -> dict:
     "{relative name: bytes} of the files `learner.save` writes (safetensors + JSON)."

@@ -475,6 +475,24 @@ def size_bytes(self: SQLiteBackend) -> int:
     return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
 
 
+# %% ../nbs/18_storage.ipynb #09bc1339
+@patch
+def dump_rows(self: SQLiteBackend) -> list:
+    "Every memory row (any status) in `COLUMNS` order, oldest first."
+    return self.db.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY seq").fetchall()
+
+@patch
+def dump_audit(self: SQLiteBackend) -> list:
+    "Every audit entry (at, memory id, action, detail dict), oldest first."
+    return [(at, m, a, json.loads(d)) for at, m, a, d in self.db.execute("SELECT at, memory_id, action, detail FROM audit ORDER BY seq")]
+
+@patch
+def dump_feedback(self: SQLiteBackend) -> list:
+    "Every feedback row (seq, at, query, slate, labels, learner, candidates dict or None, vectors or None), oldest first."
+    cols = "candidates, vectors" if self._replayable else "NULL, NULL"
+    rows = self.db.execute(f"SELECT seq, at, query, slate, labels, learner, {cols} FROM feedback ORDER BY seq").fetchall()
+    return [(s, at, q, json.loads(sl), json.loads(lab), ln, json.loads(c) if c else None, v) for s, at, q, sl, lab, ln, c, v in rows]
+
 # %% ../nbs/18_storage.ipynb #64922675
 BACKENDS = {}  # URL scheme -> opener(url, namespace, readonly, create, lock_timeout, new_manifest) -> (backend, manifest)
 BACKEND_MODULES = {"postgresql": "earmem.postgres", "postgres": "earmem.postgres"}

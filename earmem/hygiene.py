@@ -10,7 +10,7 @@ from datetime import date, datetime, timezone
 from functools import lru_cache
 from typing import Callable, Sequence
 import numpy as np
-from .core import (DEFAULT_MODEL, Encoder, Memory, check_number, check_positive_int,
+from .core import (check_choice, DEFAULT_MODEL, Encoder, Memory, check_number, check_positive_int,
                          check_probability, check_int)
 from .replay import EARConfig
 from .data import parse_locomo_datetime
@@ -167,6 +167,8 @@ class StoreConfig:
     conflict_kinds: tuple = ("fact", "preference", "decision", "correction")
     candidates: int = 20  # K: frozen-retriever candidates per query (Eq. 1), the pool the adapter reranks
     balanced: bool = True  # EAR §5: K/2 candidates from each store when both have some
+    retriever: str = "dense"  # "dense" (Eq. 1) or "hybrid": the dense and the lexical (BM25) top-K, fused
+    lexical_weight: float = 0.3  # hybrid: w of (1 − w)·z(cosine) + w·z(lexical score)
     ear: dict = field(default_factory=dict)  # EARConfig overrides for the learner
     checkpoint_every: int = 1  # save the learner after this many feedback calls (and on close)
     seed: int = 0  # seeds the learner
@@ -177,6 +179,7 @@ class StoreConfig:
         for n in ("min_relevance", "dedupe_threshold", "conflict_similarity"): check_number(getattr(self, n), n, -1, 1)
         self.conflict_kinds = tuple(check_kind(k, "conflict_kinds") for k in self.conflict_kinds)
         for n in ("candidates", "checkpoint_every"): check_positive_int(getattr(self, n), n)
+        check_choice(self.retriever, "retriever", ("dense", "hybrid")); check_probability(self.lexical_weight, "lexical_weight")
         if not isinstance(self.ear, dict): raise TypeError(f"ear: expected a dict of EARConfig overrides, got {type(self.ear).__name__}")
         check_seed_and_ear(self)
 

@@ -75,7 +75,9 @@ def _checkpoint(self: Learning):
 def _feedback_record(cands: Candidates, positions) -> tuple:
     "(candidates dict, float32 bytes of q, embeddings and cosines) of one feedback, for the log."
     vec = np.concatenate([cands.q.ravel(), cands.embeddings.ravel(), np.asarray(cands.scores).ravel()]).astype(np.float32)
-    return {"ids": cands.ids, "positions": [int(p) for p in positions]}, vec.tobytes()
+    rec = {"ids": cands.ids, "positions": [int(p) for p in positions]}
+    if cands.base is not None: rec["scale"] = float(cands.scale)  # hybrid: the base is the scores, fused
+    return rec, vec.tobytes()
 
 def _logged_candidates(query: str, record: dict, vectors: bytes, dim: int) -> tuple:
     "(Candidates, positions) rebuilt from a feedback row."
@@ -83,8 +85,10 @@ def _logged_candidates(query: str, record: dict, vectors: bytes, dim: int) -> tu
     K = len(ids)
     if v.size != dim + K * dim + K: raise ValueError(f"feedback: a logged row has {v.size} numbers, expected {dim + K * dim + K}")
     mems = [Memory(i, "", "semantic", "fact") for i in ids]
+    scores = v[dim + K * dim:].copy()
+    base, scale = (scores.astype(np.float64), record["scale"]) if "scale" in record else (None, 1.0)
     return Candidates(Query(f"search:{query[:40]}", query), v[:dim].copy(), mems, v[dim:dim + K * dim].reshape(K, dim).copy(),
-                      v[dim + K * dim:].copy()), record["positions"]
+                      scores, base, scale), record["positions"]
 
 @patch
 def _replay(self: Learning, rows: list) -> int:

@@ -436,11 +436,21 @@ def _query_vector(self: MemoryStore, query) -> tuple:
     raise TypeError(f"query: expected a string or a query embedding, got {type(query).__name__}")
 
 @patch
-def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray, cosines: np.ndarray) -> Candidates:
-    "The candidate rows (of `backend.index`, after `backend.candidates`) as the `Candidates` the EAR learner scores and learns from."
+def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray, cosines: np.ndarray, fused=None) -> Candidates:
+    "The candidate rows as the `Candidates` the EAR learner scores and learns from (hybrid: fused scores as the base)."
     ix = self._backend.index
     mems = [Memory(ix.ids[r], ix.texts[r], STORES[ix.store[r]], KIND_NAMES[ix.kind[r]]) for r in rows]
-    return Candidates(Query(f"search:{text[:40]}", text), q, mems, ix.E[rows].copy(), cosines.astype(np.float32))
+    scores, base = (cosines, None) if fused is None else (fused, np.asarray(fused, np.float64))
+    return Candidates(Query(f"search:{text[:40]}", text), q, mems, ix.E[rows].copy(), np.asarray(scores, np.float32),
+                      base, 1.0 - self.config.lexical_weight)
+
+@patch
+def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, filters: dict) -> tuple:
+    "(rows, cosines, fused or None): the dense top-K, or with `retriever='hybrid'` and a text query, dense + lexical fused."
+    c = self.config
+    if c.retriever == "hybrid" and text != "<embedding>":
+        return self._backend.hybrid_candidates(q, text, K, c.lexical_weight, balanced, **filters)
+    return (*self._backend.candidates(q, K, balanced, **filters), None)
 
 @patch
 def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:
@@ -493,11 +503,11 @@ def search(self: MemoryStore,
     c = self.config
     with self._lock:
         self._maybe_refresh()
-        rows, cosines = self._backend.candidates(q, max(c.candidates, k), c.balanced if balanced is None else balanced,
-                                                 kinds=kinds, entities=entities, since=since, until=until, store=store)
+        rows, cosines, fused = self._retrieve(text, q, max(c.candidates, k), c.balanced if balanced is None else balanced,
+                                              dict(kinds=kinds, entities=entities, since=since, until=until, store=store))
         ix = self._backend.index  # the rows are rows of this index (on PostgreSQL: the window of the candidates)
         if len(rows) == 0: return Hits([], text, store_token=self._token)
-        cands, now = self._candidate_set(text, q, rows, cosines), self.clock()
+        cands, now = self._candidate_set(text, q, rows, cosines, fused), self.clock()
         score, rel, rec = self._blend(cands, rows, now)
         keep = np.flatnonzero(rel >= floor)
         order = keep[np.lexsort((keep, -score[keep]))][:k]

@@ -12,7 +12,7 @@ import numpy as np
 from fastcore.basics import patch
 from .core import check_positive_int, unit_rows
 from .hygiene import KINDS, STORES, check_entities, check_kind, to_epoch
-from .vectors import COLUMNS, _Index
+from .vectors import fused_top, lexical_words, COLUMNS, _Index
 from .storage import (BACKENDS, RECORD_COLUMNS, STORE_FORMAT, check_finite_learner, learner_seq,
                             redact_url)
 
@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS {s}.memories (
     rev BIGINT NOT NULL, UNIQUE (namespace, id));
 CREATE INDEX IF NOT EXISTS memories_namespace ON {s}.memories (namespace, status, kind, created);
 CREATE INDEX IF NOT EXISTS memories_entities ON {s}.memories USING gin (entity_keys);
+CREATE INDEX IF NOT EXISTS memories_text ON {s}.memories USING gin (to_tsvector('english', text));
 CREATE TABLE IF NOT EXISTS {s}.audit (seq BIGSERIAL PRIMARY KEY, namespace TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,
     memory_id TEXT NOT NULL, action TEXT NOT NULL, detail TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS audit_memory ON {s}.audit (namespace, memory_id);
@@ -140,7 +141,7 @@ def _ensure_schema(self: PostgresBackend, create: bool):
             self._q(HNSW_INDEX.format(s=s, **self.hnsw))
             self._q("INSERT INTO {s}.info VALUES ('format', %s), ('version', %s), ('dim', %s)", (PG_FORMAT, str(PG_VERSION), str(self.dim)))
         self._check_info(dict(self._q("SELECT key, value FROM {s}.info").fetchall()))
-        if create: self._upgrade_feedback()
+        if create: self._upgrade_feedback(); self._q("CREATE INDEX IF NOT EXISTS memories_text ON {s}.memories USING gin (to_tsvector('english', text))")
 
 @patch
 def _upgrade_feedback(self: PostgresBackend):
@@ -553,6 +554,30 @@ def candidates(self: PostgresBackend, q: np.ndarray, K: int, balanced: bool = Fa
     parts = [(f"{where} AND store = %s", params + [s]) for s in STORES] if balanced and store is None else [(where, params)]
     ix = self._window([f for w, p in parts for f in self._nearest(q, K, w, p)])
     return ix.candidates(q, np.arange(ix.n), K, balanced)
+
+# %% ../nbs/23_postgres.ipynb #e889b329
+@patch
+def _lexical_rows(self: PostgresBackend, text: str, K: int, where: str, params: list) -> list:
+    "(seq, row, rank) of the K best full-text matches of any word of `text` that satisfy `where`."
+    words = [w for w in lexical_words(text) if re.fullmatch(r"\w+", w)]
+    if not words: return []
+    sql = (f"SELECT seq, {_SELECT}, ts_rank_cd(to_tsvector('english', text), tq) AS r FROM {{s}}.memories, "
+           f"to_tsquery('english', %s) tq WHERE {where} AND to_tsvector('english', text) @@ tq ORDER BY r DESC, seq LIMIT %s")
+    got = self._q(sql, (" | ".join(words), *params, int(K)), binary=True).fetchall()
+    return [(r[0], (*r[1:14], r[14].to_numpy().astype(np.float32).tobytes()), float(r[15])) for r in got]
+
+@patch
+def hybrid_candidates(self: PostgresBackend, q: np.ndarray, text: str, K: int, w: float, balanced: bool = False, **filters) -> tuple:
+    "(rows of `self.index`, cosines, fused scores) of the K best of the dense and lexical top-K passing the filters."
+    q, K = self._query(q), check_positive_int(K, "K")
+    where, params = self._where(**filters)
+    parts = [(f"{where} AND store = %s", params + [s]) for s in STORES] if balanced and filters.get("store") is None else [(where, params)]
+    dense = [f for wh, p in parts for f in self._nearest(q, K, wh, p)]
+    lex = self._lexical_rows(text, K, where, params)
+    ix = self._window(dense + [(s, r) for s, r, _ in lex])
+    score = {ix.pos[r[0]]: rank for _, r, rank in lex}
+    dense_rows = ix.candidates(q, np.array([ix.pos[r[0]] for _, r in dense], np.int64), K, balanced)[0] if dense else []
+    return fused_top(ix, q, [*dense_rows, *score], score, K, w)
 
 # %% ../nbs/23_postgres.ipynb #71a10cc5
 DEDUPE_NEIGHBOURS = 10

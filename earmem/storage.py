@@ -10,13 +10,13 @@ from pathlib import Path
 from fastcore.basics import patch
 from .core import atomic_write_json
 import numpy as np
-from .vectors import COLUMNS, _COLUMNS, _Index
+from .vectors import COLUMNS, _COLUMNS, _Index, fused_top, lexical_words
 
 # %% auto #0
-__all__ = ['SCHEMA', 'STORE_FORMAT', 'STORE_VERSION', 'SCHEMA_VERSION', 'MANIFEST_NAME', 'DB_NAME', 'LEARNER_DIR', 'WRITER_FILE',
-           'RECORD_COLUMNS', 'KEEP_CHECKPOINTS', 'CHECKPOINT_GRACE', 'BACKENDS', 'BACKEND_MODULES', 'read_manifest',
-           'fsync_tree', 'close_at_exit', 'create_store_folder', 'SQLiteBackend', 'name_fault', 'learner_seq',
-           'check_finite_learner', 'url_scheme', 'redact_url', 'backend_opener']
+__all__ = ['SCHEMA', 'FTS_SCHEMA', 'STORE_FORMAT', 'STORE_VERSION', 'SCHEMA_VERSION', 'MANIFEST_NAME', 'DB_NAME', 'LEARNER_DIR',
+           'WRITER_FILE', 'RECORD_COLUMNS', 'KEEP_CHECKPOINTS', 'CHECKPOINT_GRACE', 'BACKENDS', 'BACKEND_MODULES',
+           'read_manifest', 'fsync_tree', 'close_at_exit', 'create_store_folder', 'SQLiteBackend', 'name_fault',
+           'learner_seq', 'check_finite_learner', 'url_scheme', 'redact_url', 'backend_opener']
 
 # %% ../nbs/18_storage.ipynb #897618c4
 SCHEMA = """
@@ -46,6 +46,16 @@ CREATE TABLE IF NOT EXISTS tombstones (id TEXT PRIMARY KEY, rev INTEGER NOT NULL
 CREATE TABLE IF NOT EXISTS feedback (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, query TEXT NOT NULL,
     slate TEXT NOT NULL, labels TEXT NOT NULL, learner TEXT NOT NULL, candidates TEXT, vectors BLOB);
 """
+FTS_SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(text, content='memories', content_rowid='seq', tokenize='porter unicode61');
+CREATE TRIGGER IF NOT EXISTS memories_fts_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, text) VALUES (new.seq, new.text); END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.seq, old.text); END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_au AFTER UPDATE OF text ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+    INSERT INTO memories_fts(rowid, text) VALUES (new.seq, new.text); END;
+"""  # the full-text index of the memories' text, kept in step by triggers (hybrid search)
 STORE_FORMAT, STORE_VERSION, SCHEMA_VERSION = "earmem.memory-store", 1, 1
 MANIFEST_NAME, DB_NAME, LEARNER_DIR = "earmem-store.json", "memories.sqlite", "learner"
 
@@ -92,7 +102,7 @@ def _init_database(path: Path):
     "A new database file with the schema and the initial `meta` rows."
     db = sqlite3.connect(path)
     db.execute("PRAGMA journal_mode=WAL")
-    db.executescript(SCHEMA)
+    db.executescript(SCHEMA + FTS_SCHEMA)
     db.executemany("INSERT INTO meta VALUES (?, ?)", [("schema_version", str(SCHEMA_VERSION)), ("rev", "0"),
                                                        ("next_id", "1"), ("learner", "")])
     db.commit(); db.close()
@@ -146,6 +156,7 @@ class SQLiteBackend:
             self.db.executescript("BEGIN IMMEDIATE; ALTER TABLE feedback ADD COLUMN candidates TEXT; "
                                   "ALTER TABLE feedback ADD COLUMN vectors BLOB; COMMIT;")
             self._replayable = True
+        self._lexical = self._ensure_fts()
         self.refresh()
 
     def close(self):
@@ -153,6 +164,16 @@ class SQLiteBackend:
 
     def _meta(self, key: str) -> str: return self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()[0]
     def _set_meta(self, key: str, value): self.db.execute("UPDATE meta SET value=? WHERE key=?", (str(value), key))
+
+# %% ../nbs/18_storage.ipynb #17d7d1a0
+@patch
+def _ensure_fts(self: SQLiteBackend) -> bool:
+    "Whether the full-text index exists, creating and filling it for an older store when this backend may write."
+    if self.db.execute("SELECT 1 FROM sqlite_master WHERE name='memories_fts'").fetchone(): return True
+    if self.readonly: return False
+    self.db.executescript(f"BEGIN IMMEDIATE; {FTS_SCHEMA} INSERT INTO memories_fts(memories_fts) VALUES ('rebuild'); COMMIT;")
+    return True
+
 
 # %% ../nbs/18_storage.ipynb #628383b0
 @patch
@@ -474,6 +495,27 @@ def size_bytes(self: SQLiteBackend) -> int:
     "Bytes the store folder takes on disk."
     return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
 
+
+# %% ../nbs/18_storage.ipynb #cb808d9e
+@patch
+def lexical(self: SQLiteBackend, text: str, n: int) -> list:
+    "(id, BM25 score > 0) of the `n` best active full-text matches of any word of `text`, best first."
+    words = lexical_words(text)
+    if not words or not self._lexical: return []
+    match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+    return self.db.execute("SELECT m.id, -bm25(memories_fts) FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+                           "WHERE memories_fts MATCH ? AND m.status = 'active' ORDER BY bm25(memories_fts) LIMIT ?",
+                           (match, int(n))).fetchall()
+
+@patch
+def hybrid_candidates(self: SQLiteBackend, q: np.ndarray, text: str, K: int, w: float, balanced: bool = False, **filters) -> tuple:
+    "(rows of `self.index`, cosines, fused scores) of the K best of the dense and lexical top-K passing the filters."
+    ix = self.index
+    allowed = ix.mask(**filters)
+    dense, _ = ix.candidates(np.asarray(q, np.float32), np.flatnonzero(allowed), K, balanced)
+    lex = {ix.pos[i]: s for i, s in self.lexical(text, 4 * K) if i in ix.pos and allowed[ix.pos[i]]}
+    lex = dict(list(lex.items())[:K])
+    return fused_top(ix, q, [*dense, *lex], lex, K, w)
 
 # %% ../nbs/18_storage.ipynb #09bc1339
 @patch

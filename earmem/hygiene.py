@@ -168,7 +168,7 @@ class StoreConfig:
     candidates: int = 20  # K: frozen-retriever candidates per query (Eq. 1), the pool the adapter reranks
     balanced: bool = True  # EAR §5: K/2 candidates from each store when both have some
     retriever: str = "dense"  # "dense" (Eq. 1) or "hybrid": the dense and the lexical (BM25) top-K, fused
-    lexical_weight: float = 0.3  # hybrid: w of (1 − w)·z(cosine) + w·z(lexical score)
+    lexical_weight: float = 0.3  # hybrid: w of (1 − w)·z(cosine) + w·z(lexical score), in [0, 0.95]
     ear: dict = field(default_factory=dict)  # EARConfig overrides for the learner
     checkpoint_every: int = 1  # save the learner after this many feedback calls (and on close)
     seed: int = 0  # seeds the learner
@@ -179,7 +179,7 @@ class StoreConfig:
         for n in ("min_relevance", "dedupe_threshold", "conflict_similarity"): check_number(getattr(self, n), n, -1, 1)
         self.conflict_kinds = tuple(check_kind(k, "conflict_kinds") for k in self.conflict_kinds)
         for n in ("candidates", "checkpoint_every"): check_positive_int(getattr(self, n), n)
-        check_choice(self.retriever, "retriever", ("dense", "hybrid")); check_probability(self.lexical_weight, "lexical_weight")
+        check_choice(self.retriever, "retriever", ("dense", "hybrid")); check_number(self.lexical_weight, "lexical_weight", 0, 0.95)
         if not isinstance(self.ear, dict): raise TypeError(f"ear: expected a dict of EARConfig overrides, got {type(self.ear).__name__}")
         check_seed_and_ear(self)
 

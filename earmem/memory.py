@@ -442,7 +442,7 @@ def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray
     mems = [Memory(ix.ids[r], ix.texts[r], STORES[ix.store[r]], KIND_NAMES[ix.kind[r]]) for r in rows]
     scores, base = (cosines, None) if fused is None else (fused, np.asarray(fused, np.float64))
     return Candidates(Query(f"search:{text[:40]}", text), q, mems, ix.E[rows].copy(), np.asarray(scores, np.float32),
-                      base, 1.0 - self.config.lexical_weight)
+                      base, 1.0)
 
 @patch
 def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, filters: dict) -> tuple:

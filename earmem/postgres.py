@@ -565,7 +565,7 @@ def hybrid_candidates(self: PostgresBackend, q: np.ndarray, text: str, K: int, w
     ix = self._window(dense + [(s, r) for s, r, _ in lex])
     score = {ix.pos[r[0]]: rank for _, r, rank in lex}
     dense_rows = ix.candidates(q, np.array([ix.pos[r[0]] for _, r in dense], np.int64), K, balanced)[0] if dense else []
-    return fused_top(ix, q, [*dense_rows, *score], score, K, w)
+    return fused_top(ix, q, [*dense_rows, *score], score, K, w, balanced)
 
 # %% ../nbs/23_postgres.ipynb #71a10cc5
 DEDUPE_NEIGHBOURS = 10

@@ -526,7 +526,7 @@ def hybrid_candidates(self: SQLiteBackend, q: np.ndarray, text: str, K: int, w: 
     dense, _ = ix.candidates(np.asarray(q, np.float32), np.flatnonzero(allowed), K, balanced)
     lex = {ix.pos[i]: s for i, s in self.lexical(text, 4 * K) if i in ix.pos and allowed[ix.pos[i]]}
     lex = dict(list(lex.items())[:K])
-    return fused_top(ix, q, [*dense, *lex], lex, K, w)
+    return fused_top(ix, q, [*dense, *lex], lex, K, w, balanced)
 
 # %% ../nbs/18_storage.ipynb #09bc1339
 @patch

@@ -243,16 +243,27 @@ def lexical_words(text: str) -> list:
     return list(dict.fromkeys(lexical_tokens(text or "", stem=False)))
 
 def fuse_scores(cos, lex, w: float) -> np.ndarray:
-    "(1 − w)·z(cos) + w·z(lex) over one candidate set, in the cosines' units (mean + std · fused)."
+    "The order of (1 − w)·z(cos) + w·z(lex) over one candidate set, in cosine units: cos + w/(1 − w)·σ(cos)·z(lex)."
     cos = np.asarray(cos, np.float64)
-    return cos.mean() + cos.std() * ((1 - w) * zscore(cos) + w * zscore(np.asarray(lex, np.float64)))
+    return cos + w / (1 - w) * cos.std() * zscore(np.asarray(lex, np.float64))
 
-def fused_top(ix: "_Index", q: np.ndarray, rows, lex: dict, K: int, w: float) -> tuple:
+def _balanced(order: np.ndarray, stores: np.ndarray, K: int) -> np.ndarray:
+    "The first K of `order` (positions, best first) with K/2 per store, topped up from the other when one runs short (EAR §5)."
+    per = [order[stores[order] == s] for s in range(len(STORES))]
+    if any(len(p) == 0 for p in per): return order[:K]
+    half = [K // 2, K - K // 2]
+    short = [max(0, h - len(p)) for h, p in zip(half, per)]
+    half = [h - short[i] + short[1 - i] for i, h in enumerate(half)]
+    return order[np.isin(order, np.concatenate([p[:h] for p, h in zip(per, half)]))]
+
+def fused_top(ix: "_Index", q: np.ndarray, rows, lex: dict, K: int, w: float, balanced: bool = False) -> tuple:
     "(rows, cosines, fused) of the K best of candidate `rows` of `ix` by fused score; `lex`: row → lexical score."
     rows = np.asarray(list(dict.fromkeys(int(r) for r in rows)), np.int64)
+    if len(rows) == 0: return rows, np.zeros(0, np.float32), np.zeros(0)
     cos = ix.E[rows] @ np.asarray(q, np.float32)
     f = fuse_scores(cos, [lex.get(int(r), 0.0) for r in rows], w)
-    top = np.lexsort((rows, -f))[:K]
+    order = np.lexsort((rows, -f))
+    top = _balanced(order, ix.store[rows], K) if balanced else order[:K]
     return rows[top], cos[top], f[top]
 
 # %% ../nbs/17_vectors.ipynb #d8f8cc91

@@ -365,7 +365,7 @@ def test_hybrid_candidates_find_the_rare_word_and_learn(loc):
         hits = st.search("what is the flamingo code?", k=3, touch=False)
         found[retriever] = hits.ids
         if retriever == "hybrid":
-            assert hits.candidates.base is not None and np.isclose(hits.candidates.scale, 0.5)
+            assert hits.candidates.base is not None and hits.candidates.scale == 1.0
             st.feedback(hits, cited=["target"])
             after = st.search("what is the flamingo code?", k=3, touch=False)
             st.close()
@@ -377,3 +377,18 @@ def test_hybrid_candidates_find_the_rare_word_and_learn(loc):
             assert np.allclose([h.score for h in again2], [h.score for h in after])
         st.close()
     assert "target" not in found["dense"] and "target" in found["hybrid"], found
+
+
+def test_hybrid_keeps_filters_and_the_balance_of_stores(loc):
+    "Hybrid candidates pass the same filters, keep K/2 per store when balanced, and an empty filter result is no hits."
+    import warnings
+    st = loc.open(config=StoreConfig(min_relevance=-1.0, retriever="hybrid", candidates=4, balanced=True))
+    fill(st)
+    st.add("Lee and Dana had a long chat about Lisbon walks", "episode", ["Lee"], timestamp="2026-03-12")
+    hits = st.search("Lisbon walks with Lee", k=4, touch=False)
+    assert sorted(m.store for m in hits.candidates.memories) == ["episodic", "episodic", "semantic", "semantic"]
+    assert {h.kind for h in st.search("Dana orders", k=5, kinds=["failure", "decision"], touch=False)} <= {"failure", "decision"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                                        # no NaN warnings from an empty candidate set
+        assert len(st.search("Lisbon", kinds=["correction"], touch=False)) == 0
+    st.close()

@@ -92,9 +92,8 @@ def stores(self: Benchmark) -> list:
 @patch
 def _check_bank(self: Benchmark, bank):
     "A ValueError unless `bank` is None or one of `bank_ids`."
-    if bank is not None and bank not in set(self.bank_ids):
-        raise ValueError(f"bank: unknown memory bank {bank!r}; expected one of {self.bank_ids[:5]}"
-                         + (" …" if len(self.bank_ids) > 5 else ""))
+    if bank is not None and bank not in (ids := self.bank_ids):  # bank_ids walks every memory: once
+        raise ValueError(f"bank: unknown memory bank {bank!r}; expected one of {ids[:5]}{' …' if len(ids) > 5 else ''}")
 
 @patch
 def _check_store(self: Benchmark, store):

@@ -36,3 +36,18 @@ def pg_url():
     yield url
     server.cleanup()
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def http_folder(tmp_path):
+    "Serve tmp_path/srv over HTTP on 127.0.0.1 (no network here: it stands in for download sources); yields (base URL, folder)."
+    import functools, http.server, threading
+    folder = tmp_path / "srv"
+    folder.mkdir()
+    quiet = type("Quiet", (http.server.SimpleHTTPRequestHandler,), {"log_message": lambda self, *a: None})
+    handler = functools.partial(quiet, directory=str(folder))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}", folder
+    srv.shutdown()
+    srv.server_close()

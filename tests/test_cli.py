@@ -649,18 +649,6 @@ def test_serve_without_the_module(monkeypatch, capsys):
 
 
 # ---- earmem data ---------------------------------------------------------------------------------------------------
-@pytest.fixture
-def http_folder(tmp_path):
-    import functools, http.server, threading
-    folder = tmp_path / "srv"
-    folder.mkdir()
-    quiet = type("Quiet", (http.server.SimpleHTTPRequestHandler,), {"log_message": lambda self, *a: None})
-    handler = functools.partial(quiet, directory=str(folder))
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}", folder
-    srv.shutdown()
-    srv.server_close()
 
 
 def test_data_download_and_path(http_folder, tmp_path, capsys, monkeypatch):

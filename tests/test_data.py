@@ -89,20 +89,7 @@ def test_not_utf8(tmp_path):
         load_locomo(f)
 
 
-# ---- download (no network here: a local HTTP server on 127.0.0.1 stands in for the sources) ----------------------
-@pytest.fixture
-def server(tmp_path):
-    "Serve tmp_path/srv over HTTP on 127.0.0.1; yields (base URL, folder)."
-    import functools, http.server, threading
-    folder = tmp_path / "srv"
-    folder.mkdir()
-    quiet = type("Quiet", (http.server.SimpleHTTPRequestHandler,), {"log_message": lambda self, *a: None})
-    handler = functools.partial(quiet, directory=str(folder))
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}", folder
-    srv.shutdown()
-    srv.server_close()
+# ---- download (no network here: conftest's http_folder serves the files on 127.0.0.1) ----------------------------
 
 
 def _serve_tiny(folder) -> str:
@@ -118,8 +105,8 @@ def test_pinned_locomo_checksum_is_the_shared_file():
     assert data.sha256_of(shared) == data.LOCOMO_SHA256 and shared.stat().st_size == 2_168_972
 
 
-def test_download_when_missing(tmp_path, server, monkeypatch):
-    base, folder = server
+def test_download_when_missing(tmp_path, http_folder, monkeypatch):
+    base, folder = http_folder
     pin = _serve_tiny(folder)
     monkeypatch.setattr(data, "LOCOMO_URL", f"{base}/locomo10.json")
     monkeypatch.setattr(data, "LOCOMO_SHA256", pin)
@@ -130,8 +117,8 @@ def test_download_when_missing(tmp_path, server, monkeypatch):
     assert load_locomo(tmp_path / "d", download=True).stats()["turns"] == 11
 
 
-def test_download_data_verifies_and_is_atomic(tmp_path, server):
-    base, folder = server
+def test_download_data_verifies_and_is_atomic(tmp_path, http_folder):
+    base, folder = http_folder
     pin = _serve_tiny(folder)
     got = commands.download_data("locomo", tmp_path / "d", url=f"{base}/locomo10.json", sha256=pin, progress=False)
     assert got == {"name": "locomo", "path": str(tmp_path / "d" / "locomo" / "locomo10.json"), "action": "downloaded",
@@ -144,8 +131,8 @@ def test_download_data_verifies_and_is_atomic(tmp_path, server):
     assert not (tmp_path / "e").exists()                 # no partial or wrong file left behind, nor a folder made for it
 
 
-def test_download_of_garbage_leaves_nothing(tmp_path, server):
-    base, folder = server
+def test_download_of_garbage_leaves_nothing(tmp_path, http_folder):
+    base, folder = http_folder
     (folder / "page.html").write_text("<html>not found</html>")
     with pytest.raises(ValueError, match="did not return LoCoMo JSON"):
         data.download_locomo(tmp_path / "x.json", url=f"{base}/page.html", sha256=False)
@@ -154,8 +141,8 @@ def test_download_of_garbage_leaves_nothing(tmp_path, server):
     assert list(tmp_path.glob("*x.json*")) == []
 
 
-def test_download_longmemeval_checks_the_structure(tmp_path, server):
-    base, folder = server
+def test_download_longmemeval_checks_the_structure(tmp_path, http_folder):
+    base, folder = http_folder
     (folder / "longmemeval_s").write_text(json.dumps(tiny_longmemeval()))
     _serve_tiny(folder)
     got = commands.download_data("longmemeval", tmp_path, url=f"{base}/longmemeval_s", progress=False)
@@ -164,7 +151,7 @@ def test_download_longmemeval_checks_the_structure(tmp_path, server):
         commands.download_data("longmemeval", tmp_path / "b", url=f"{base}/locomo10.json", progress=False)
 
 
-def test_offline_is_one_sentence(tmp_path, server):
+def test_offline_is_one_sentence(tmp_path, http_folder):
     import socket
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -174,7 +161,7 @@ def test_offline_is_one_sentence(tmp_path, server):
         commands.download_data("locomo", tmp_path, url=f"http://127.0.0.1:{port}/locomo10.json", progress=False, timeout=5)
     msg = str(e.value)
     assert msg.startswith(f"url: cannot reach http://127.0.0.1:{port}/locomo10.json") and "offline" in msg and "\n" not in msg
-    base, _ = server
+    base, _ = http_folder
     with pytest.raises(data.DownloadError, match="HTTP 404"):
         commands.download_data("locomo", tmp_path, url=f"{base}/nothing.json", progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["srv"]

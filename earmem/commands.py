@@ -212,12 +212,12 @@ class _ShapeOnly:
     def encode_documents(self, texts): return np.zeros((len(texts), self.dim), np.float32)
     encode_queries = encode_documents
 
-def _copy_log(a, b, rev) -> dict:
-    "Rows, audit and feedback of backend `a` appended to backend `b` inside its write `rev`; {a's feedback seq: b's}."
-    b.insert(a.dump_rows(), rev)
-    b.audit_many(a.dump_audit())
+def _copy_log(a, b, rev) -> tuple:
+    "Rows, audit and feedback of backend `a` appended to backend `b` inside its write `rev`: (rows, audit entries, {a's feedback seq: b's})."
+    rows, audit = a.dump_rows(), a.dump_audit()
+    b.insert(rows, rev); b.audit_many(audit)
     b._set_meta("next_id", max(int(b._meta("next_id")), int(a._meta("next_id"))))
-    return {s: b.log_feedback(at, q, sl, lab, ln, c, v) for s, at, q, sl, lab, ln, c, v in a.dump_feedback()}
+    return len(rows), len(audit), {s: b.log_feedback(at, q, sl, lab, ln, c, v) for s, at, q, sl, lab, ln, c, v in a.dump_feedback()}
 
 def _copy_learner(a, b, seqs: dict) -> str | None:
     "`b`'s checkpoint of `a`'s current learner, at the feedback row it had learned up to (None: no learner yet)."
@@ -231,12 +231,12 @@ def migrate_store(src: str | Path, dst: str | Path, src_namespace: str = "defaul
     with MemoryStore(src, namespace=src_namespace, readonly=True) as a:
         shape = _ShapeOnly(a.manifest["encoder"], a.dim)
         with MemoryStore(dst, encoder=shape, config=a.config, namespace=dst_namespace) as b:
-            if b._backend.dump_rows() or b._backend.dump_feedback():
+            if b._backend.dump_rows() or b._backend.last_feedback():
                 raise ValueError(f"dst: the store at {b.path} is not empty; migrate into a new folder or namespace")
-            with b._backend.write() as rev: seqs = _copy_log(a._backend, b._backend, rev)
+            with b._backend.write() as rev: n_rows, n_audit, seqs = _copy_log(a._backend, b._backend, rev)
             version = _copy_learner(a._backend, b._backend, seqs)
-            out = {"src": str(a.path), "dst": str(b.path), "memories": len(a._backend.dump_rows()),
-                   "audit": len(a._backend.dump_audit()), "feedback": len(seqs), "learner": version}
+            out = {"src": str(a.path), "dst": str(b.path), "memories": n_rows, "audit": n_audit, "feedback": len(seqs),
+                   "learner": version}
     with MemoryStore(dst, namespace=dst_namespace, readonly=True) as c: out["check"] = c.check()["ok"]
     return out
 

@@ -16,7 +16,7 @@ from .core import (Candidates, Encoder, Memory, Query, atomic_write, atomic_writ
                          check_number, check_positive_int, unit_rows)
 from .hygiene import DAY, KINDS, KIND_NAMES, STORES, StoreConfig, encoder_from_id, iso, normalise_item, recency_decay, token_counter
 from .updates import judge_change, plan_dedupe
-from .storage import (DB_NAME, MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, SQLiteBackend, backend_opener, close_at_exit,
+from .storage import (DB_NAME, MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, SQLiteBackend, backend_opener, check_namespace, close_at_exit,
                             create_store_folder, read_manifest, redact_url, url_scheme)
 from .vectors import item_row, one_blas_thread
 from .learning import Learning
@@ -28,7 +28,7 @@ __all__ = ['MemoryStore', 'folder_writable']
 # %% ../nbs/21_memory.ipynb #4aaec009
 def _check_store_args(path, encoder, config, namespace):
     if not isinstance(path, (str, os.PathLike)): raise TypeError(f"path: expected a folder path or a postgresql:// URL, got {type(path).__name__}")
-    if not isinstance(namespace, str) or not namespace: raise ValueError(f"namespace: expected a non-empty string, got {namespace!r}")
+    check_namespace(namespace)
     if url_scheme(path) is None and namespace != "default":
         raise ValueError(f"namespace: a store folder holds one store, so only 'default' applies there; got {namespace!r} "
                          "(namespaces need a postgresql:// URL)")

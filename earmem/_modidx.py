@@ -1225,5 +1225,6 @@ d = { 'settings': { 'branch': 'main',
                                 'earmem.vectors.item_row': ('vectors.html#item_row', 'earmem/vectors.py'),
                                 'earmem.vectors.lexical_words': ('vectors.html#lexical_words', 'earmem/vectors.py'),
                                 'earmem.vectors.one_blas_thread': ('vectors.html#one_blas_thread', 'earmem/vectors.py'),
+                                'earmem.vectors.store_quota': ('vectors.html#store_quota', 'earmem/vectors.py'),
                                 'earmem.vectors.top_refined': ('vectors.html#top_refined', 'earmem/vectors.py'),
                                 'earmem.vectors.top_rows': ('vectors.html#top_rows', 'earmem/vectors.py')}}}

@@ -13,8 +13,8 @@ from .core import lexical_tokens, zscore
 from .hygiene import KIND_CODES, STORES, check_entities, check_kind, to_epoch
 
 # %% auto #0
-__all__ = ['COLUMNS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'item_row', 'one_blas_thread', 'top_rows', 'top_refined', 'lexical_words',
-           'fuse_scores', 'fused_top']
+__all__ = ['COLUMNS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'item_row', 'one_blas_thread', 'top_rows', 'top_refined', 'store_quota',
+           'lexical_words', 'fuse_scores', 'fused_top']
 
 # %% ../nbs/17_vectors.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
@@ -220,6 +220,12 @@ def _scan(self: _Index, q: np.ndarray, allowed: np.ndarray) -> Callable:
     else: frozen = _matvec(self.E[:n], q)
     return lambda r, K: ((t := top_rows(frozen, r, K)), frozen[t])
 
+def store_quota(sizes: list, K: int) -> list:
+    "How many of K candidates each of the two stores gives: K/2 each, topped up from the other when one has fewer (EAR §5)."
+    half = [K // 2, K - K // 2]
+    short = [max(0, h - n) for h, n in zip(half, sizes)]
+    return [h - short[i] + short[1 - i] for i, h in enumerate(half)]
+
 @patch
 def candidates(self: _Index, q: np.ndarray, rows: np.ndarray, K: int, balanced: bool) -> tuple:
     "Top-K of `rows` by frozen cosine (Eq. 1); balanced: K/2 per store, topped up from the other (EAR §5)."
@@ -229,10 +235,7 @@ def candidates(self: _Index, q: np.ndarray, rows: np.ndarray, K: int, balanced: 
         st = self.store[rows]
         per = [rows[st == s] for s in range(len(STORES))]
         if any(len(p) == 0 for p in per): return top(rows, K)
-        half = [K // 2, K - K // 2]
-        short = [max(0, h - len(p)) for h, p in zip(half, per)]
-        half = [h - short[i] + short[1 - i] for i, h in enumerate(half)]
-        parts = [top(p, h) for p, h in zip(per, half)]
+        parts = [top(p, h) for p, h in zip(per, store_quota([len(p) for p in per], K))]
     picked, cos = np.concatenate([r for r, _ in parts]), np.concatenate([c for _, c in parts])
     order = np.lexsort((picked, -cos))
     return picked[order], cos[order]
@@ -251,10 +254,7 @@ def _balanced(order: np.ndarray, stores: np.ndarray, K: int) -> np.ndarray:
     "The first K of `order` (positions, best first) with K/2 per store, topped up from the other when one runs short (EAR §5)."
     per = [order[stores[order] == s] for s in range(len(STORES))]
     if any(len(p) == 0 for p in per): return order[:K]
-    half = [K // 2, K - K // 2]
-    short = [max(0, h - len(p)) for h, p in zip(half, per)]
-    half = [h - short[i] + short[1 - i] for i, h in enumerate(half)]
-    return order[np.isin(order, np.concatenate([p[:h] for p, h in zip(per, half)]))]
+    return order[np.isin(order, np.concatenate([p[:h] for p, h in zip(per, store_quota([len(p) for p in per], K))]))]
 
 def fused_top(ix: "_Index", q: np.ndarray, rows, lex: dict, K: int, w: float, balanced: bool = False) -> tuple:
     "(rows, cosines, fused) of the K best of candidate `rows` of `ix` by fused score; `lex`: row → lexical score."

@@ -58,7 +58,9 @@ def _load_learner(self: Learning, version: str):
     "Load checkpoint `version` ('' = no learner yet); one that cannot be loaded leaves frozen retrieval and a warning."
     self._learner, self._learner_version, self._learner_seq, self.learner_problem = None, version, learner_seq(version), None
     if not version: return
-    try: self._learner_version, self._learner = self._backend.load_learner(version)
+    try:  # the backend may hand back a newer checkpoint (this one was replaced meanwhile): count from what was loaded
+        self._learner_version, self._learner = self._backend.load_learner(version)
+        self._learner_seq = learner_seq(self._learner_version)
     except Exception as e:  # missing, truncated, foreign or non-finite files
         self.learner_problem = f"{type(e).__name__}: {e}"
         warnings.warn(f"store {self.path}: the learner checkpoint {version} cannot be loaded ({self.learner_problem}); serving "

@@ -167,7 +167,7 @@ class StoreConfig:
     conflict_kinds: tuple = ("fact", "preference", "decision", "correction")
     candidates: int = 20  # K: frozen-retriever candidates per query (Eq. 1), the pool the adapter reranks
     balanced: bool = True  # EAR §5: K/2 candidates from each store when both have some
-    retriever: str = "dense"  # "dense" (Eq. 1) or "hybrid": the dense and the lexical (BM25) top-K, fused
+    retriever: str = "hybrid"  # "hybrid": the dense and the lexical (BM25) top-K, fused; "dense": Eq. 1 alone
     lexical_weight: float = 0.3  # hybrid: w of (1 − w)·z(cosine) + w·z(lexical score), in [0, 0.95]
     ear: dict = field(default_factory=dict)  # EARConfig overrides for the learner
     checkpoint_every: int = 1  # save the learner after this many feedback calls (and on close)
@@ -187,7 +187,7 @@ class StoreConfig:
 
     @classmethod
     def from_json(cls, d: dict) -> "StoreConfig":
-        known = {f.name for f in fields(cls)}
+        known, d = {f.name for f in fields(cls)}, {"retriever": "dense", **d}  # saved before hybrid existed: dense
         return cls(**{k: (tuple(v) if k == "conflict_kinds" else v) for k, v in d.items() if k in known})
 
 # %% ../nbs/15_hygiene.ipynb #fc92f0a5

@@ -17,22 +17,28 @@ from .toys import embedded_server
 from .postgres import HNSW_INDEX, PostgresBackend
 
 # %% auto #0
-__all__ = ['benchmark_store', 'synthetic_vectors', 'bench_postgres', 'bench_table']
+__all__ = ['zipf_texts', 'benchmark_store', 'synthetic_vectors', 'bench_postgres', 'bench_table']
 
 # %% ../nbs/24_bench.ipynb #b02ad0be
+def zipf_texts(rng, n: int, words: int = 10, vocab: int = 20_000, a: float = 1.1) -> list:
+    "`n` texts of `words` words drawn from a Zipf(`a`) law over `vocab` made-up words (a few very common, most rare), for full-text costs."
+    p = 1 / np.arange(1, vocab + 1) ** a
+    return [" ".join(f"w{i}" for i in row) for row in rng.choice(vocab, (n, words), p=p / p.sum())]
+
 def _fill(store: MemoryStore, n: int, dim: int, batch: int, rng, progress: bool) -> float:
     "Fill `store` with `n` synthetic memories in batches; returns the seconds spent in `add_many`."
     kinds, t_add = list(KINDS), 0.0
     for i0 in tqdm(range(0, n, batch), desc=f"fill {n:,}", disable=not progress, leave=False):
         m = min(batch, n - i0)
         E = unit_rows(rng.standard_normal((m, dim))).astype(np.float32)
-        items = [{"text": f"synthetic memory {i0 + j}", "kind": kinds[(i0 + j) % len(kinds)],
+        texts = zipf_texts(rng, m)
+        items = [{"text": f"synthetic memory {i0 + j}: {texts[j]}", "kind": kinds[(i0 + j) % len(kinds)],
                   "entities": [f"entity{(i0 + j) % 500}"], "timestamp": 1.7e9 + i0 + j} for j in range(m)]
         t0 = time.perf_counter(); store.add_many(items, embeddings=E); t_add += time.perf_counter() - t0
     return t_add
 
 def _search_latency(store: MemoryStore, Q: np.ndarray, name: str, filters: dict, progress: bool) -> dict:
-    "Median and p95 milliseconds of `search(q, k=5, **filters)` over the queries `Q` (after one warm-up)."
+    "Median and p95 milliseconds of `search(q, k=5, **filters)` over the queries `Q`, embeddings or texts (after one warm-up)."
     store.search(Q[0], **filters)  # warm-up
     ts = []
     for q in tqdm(Q, desc=f"search {name}", disable=not progress, leave=False):
@@ -49,6 +55,7 @@ def _benchmark_one(folder: Path, n: int, dim: int, n_queries: int, batch: int, r
     t0 = time.perf_counter(); store.add_many(items, embeddings=E); t_marginal = time.perf_counter() - t0
     Q = unit_rows(rng.standard_normal((n_queries, dim))).astype(np.float32)
     lat = {name: _search_latency(store, Q, name, kw, progress) for name, kw in [("plain", {}), ("kind filter", {"kinds": ["fact"]}), ("entity filter", {"entities": ["entity7"]})]}
+    lat["hybrid text"] = _search_latency(store, zipf_texts(rng, n_queries, 6), "hybrid text", {}, progress)  # + hashing the query
     t0 = time.perf_counter(); MemoryStore(folder, readonly=True).close(); t_open = time.perf_counter() - t0
     store.close()
     return {"memories": n, "dim": dim, "add_per_s": round(n / t_add), "marginal_add_per_s": round(batch / t_marginal),
@@ -65,10 +72,10 @@ def benchmark_store(sizes: Sequence[int] = (10_000, 100_000), dim: int = 384, n_
     return rows
 
 # %% ../nbs/24_bench.ipynb #7ddd1325
-def _synthetic_rows(start: int, V: np.ndarray) -> list:
-    "Row tuples of synthetic memories start… with embeddings `V` (kinds cycle, 500 entities, one second apart)."
-    kinds = list(KINDS)
-    return [(f"m{start + j + 1}", f"synthetic memory {start + j}", kinds[(start + j) % 7], KINDS[kinds[(start + j) % 7]][0],
+def _synthetic_rows(start: int, V: np.ndarray, texts: Sequence[str] = ()) -> list:
+    "Row tuples of synthetic memories start… with embeddings `V` and words `texts` (kinds cycle, 500 entities, one second apart)."
+    kinds, texts = list(KINDS), [f": {t}" for t in texts] or [""] * len(V)
+    return [(f"m{start + j + 1}", f"synthetic memory {start + j}{texts[j]}", kinds[(start + j) % 7], KINDS[kinds[(start + j) % 7]][0],
              json.dumps([f"entity{(start + j) % 500}"]), 0.5, 1.0, 1.7e9 + start + j, 1.7e9 + start + j, 1, None, "active", "{}",
              V[j].tobytes()) for j in range(len(V))]
 
@@ -82,7 +89,7 @@ def _bench_load(b: PostgresBackend, n: int, dim: int, rng, centers=None, chunk: 
     E, t = np.zeros((n, dim), np.float32), 0.0
     for i0 in range(0, n, chunk):
         V = synthetic_vectors(min(chunk, n - i0), dim, rng, centers); E[i0:i0 + len(V)] = V
-        rows = _synthetic_rows(i0, V)
+        rows = _synthetic_rows(i0, V, zipf_texts(rng, len(V)))
         t0 = time.perf_counter()
         with b.write() as rev: b.insert(rows, rev)
         t += time.perf_counter() - t0
@@ -126,8 +133,8 @@ def _build_hnsw(b: PostgresBackend, maintenance_work_mem: str) -> float:
     return t
 
 # %% ../nbs/24_bench.ipynb #875b95f3
-def _time_searches(b, tenant, ix, tix, Q, K, ef_search) -> dict:
-    "Latency and recall@10 of each search at each ef_search, and the exact in-memory scan's latency."
+def _time_searches(b, tenant, ix, tix, Q, T, K, ef_search) -> dict:
+    "Latency and recall@10 of each search at each ef_search, the exact in-memory scan's latency, and hybrid search with texts `T`."
     pairs = _searchers(b, ix, K)
     pairs["tenant"] = _searchers(tenant, tix, K)["plain"]
     truth, out = {}, {"sqlite_index": {}}
@@ -142,6 +149,8 @@ def _time_searches(b, tenant, ix, tix, Q, K, ef_search) -> dict:
             rec = np.mean([len(set(g[:10]) & set(t[:10])) / max(1, len(t[:10])) for g, t in zip(got, truth[name])])
             out[f"ef_search={ef}"][name] = {"p50_ms": p50, "p95_ms": p95, "recall@10": round(float(rec), 4)}
         out[f"ef_search={ef}"]["plain"]["server_ms"] = _server_ms(b, Q[:20], K)
+        hybrid = lambda i: b.hybrid_candidates(Q[i], T[i], K, StoreConfig().lexical_weight)
+        out[f"ef_search={ef}"]["hybrid_text"] = dict(zip(("p50_ms", "p95_ms"), _latency(hybrid, range(len(Q)))[1:]))
     return out
 
 def _server_ms(b: PostgresBackend, Q: np.ndarray, K: int) -> float:
@@ -171,7 +180,7 @@ def _bench_one(url: str, n: int, dim: int, tenants: int, per_tenant: int, n_quer
     Q = synthetic_vectors(n_queries, dim, rng, centers)
     res = {"memories": n, "clusters": clusters, "hnsw": dict(b.hnsw), "main": len(E), "tenants": tenants, "per_tenant": per_tenant, "dim": dim,
            "load_per_s": round(n_main / t_load), "hnsw_build_s": round(t_build, 1), "marginal_add_per_s": round(1000 / t_more),
-           **_index_sizes(b), **_time_searches(b, tenant, _mirror(E), _mirror(Et), Q, K, ef_search)}
+           **_index_sizes(b), **_time_searches(b, tenant, _mirror(E), _mirror(Et), Q, zipf_texts(rng, n_queries, 6), K, ef_search)}
     b._q("DROP SCHEMA {s} CASCADE"); b.close(); tenant.close()
     return res
 
@@ -210,5 +219,7 @@ def bench_table(results: list) -> str:
         for name in r["sqlite_index"]:
             cell = lambda v: f"{v['p50_ms']:6.2f} / {v['p95_ms']:6.2f}" + (f"  {v['recall@10']:.3f}" if "recall@10" in v else "       ")
             lines.append(f"{name:>10} | " + " | ".join(f"{cell(r[k][name]):>24}" for k in runs))
+        hyb = lambda v: f"{v['p50_ms']:6.2f} / {v['p95_ms']:6.2f}" if v else "–"
+        lines.append(f"{'hybrid':>10} | {'–':>24} | " + " | ".join(f"{hyb(r[k].get('hybrid_text')):>24}" for k in runs[1:]))
         lines.append(f"{'server':>10} | {'':>24} | " + " | ".join(f"{r[k]['plain']['server_ms']:>15.2f} ms (plain)" for k in runs[1:]))
     return "\n".join(lines)

@@ -11,13 +11,13 @@ import numpy as np
 from fastcore.basics import patch
 from .core import check_positive_int
 from .hygiene import KINDS, STORES, check_entities, check_kind, to_epoch
-from .vectors import fused_top, lexical_words, COLUMNS, _Index
+from .vectors import fused_top, lexical_words, within_budget, LEXICAL_BUDGET, COLUMNS, _Index
 from .storage import (BACKENDS, RECORD_COLUMNS, check_finite_learner, check_manifest, check_namespace,
                             learner_seq, redact_url)
 
 # %% auto #0
-__all__ = ['PG_FORMAT', 'PG_VERSION', 'PG_SCHEMA', 'HNSW_INDEX', 'DEDUPE_NEIGHBOURS', 'check_identifier', 'connect_postgres',
-           'PostgresBackend', 'open_postgres_store']
+__all__ = ['PG_FORMAT', 'PG_VERSION', 'PG_SCHEMA', 'HNSW_INDEX', 'UPGRADES', 'DEDUPE_NEIGHBOURS', 'check_identifier',
+           'connect_postgres', 'PostgresBackend', 'open_postgres_store']
 
 # %% ../nbs/23_postgres.ipynb #90f923a8
 PG_FORMAT, PG_VERSION = "earmem.postgres-store", 1
@@ -30,10 +30,10 @@ CREATE TABLE IF NOT EXISTS {s}.memories (
     store TEXT NOT NULL, entities TEXT NOT NULL, entity_keys TEXT[] NOT NULL, importance DOUBLE PRECISION NOT NULL,
     confidence DOUBLE PRECISION NOT NULL, created DOUBLE PRECISION NOT NULL, accessed DOUBLE PRECISION NOT NULL,
     count BIGINT NOT NULL, source TEXT, status TEXT NOT NULL, metadata TEXT NOT NULL, embedding vector({dim}) NOT NULL,
-    rev BIGINT NOT NULL, UNIQUE (namespace, id));
+    rev BIGINT NOT NULL, tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED, UNIQUE (namespace, id));
 CREATE INDEX IF NOT EXISTS memories_namespace ON {s}.memories (namespace, status, kind, created);
 CREATE INDEX IF NOT EXISTS memories_entities ON {s}.memories USING gin (entity_keys);
-CREATE INDEX IF NOT EXISTS memories_text ON {s}.memories USING gin (to_tsvector('english', text));
+CREATE INDEX IF NOT EXISTS memories_tsv ON {s}.memories USING gin (tsv);
 CREATE TABLE IF NOT EXISTS {s}.audit (seq BIGSERIAL PRIMARY KEY, namespace TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,
     memory_id TEXT NOT NULL, action TEXT NOT NULL, detail TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS audit_memory ON {s}.audit (namespace, memory_id);
@@ -56,8 +56,6 @@ def check_identifier(name, what: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"{what}: expected letters, digits and underscores (at most 63, not starting with a digit), got {name!r}")
     return name
-
-_redact = redact_url  # chapter 18: the connection URL without its password
 
 # %% ../nbs/23_postgres.ipynb #25bec3d6
 def connect_postgres(url: str, connect_timeout: float = 10):
@@ -82,6 +80,7 @@ def connect_postgres(url: str, connect_timeout: float = 10):
 # %% ../nbs/23_postgres.ipynb #bdce83da
 class PostgresBackend:
     "Rows, vectors and transactions of one namespace of an earmem store in PostgreSQL + pgvector."
+    lexical_budget = LEXICAL_BUDGET  # memories one full-text query may rank (chapter 17)
     def __init__(self, url: str, dim: int, namespace: str = "default", schema: str = "earmem", readonly: bool = False,
                  ef_search: int = 200, create: bool = True, hnsw_m: int = 24, hnsw_ef_construction: int = 128,
                  connect_timeout: float = 10, lock_timeout: float = 10.0):
@@ -134,14 +133,20 @@ def _ensure_schema(self: PostgresBackend, create: bool):
             self._q(HNSW_INDEX.format(s=s, **self.hnsw))
             self._q("INSERT INTO {s}.info VALUES ('format', %s), ('version', %s), ('dim', %s)", (PG_FORMAT, str(PG_VERSION), str(self.dim)))
         self._check_info(dict(self._q("SELECT key, value FROM {s}.info").fetchall()))
-        if create: self._upgrade_feedback(); self._q("CREATE INDEX IF NOT EXISTS memories_text ON {s}.memories USING gin (to_tsvector('english', text))")
+        if create: self._upgrade()
+
+UPGRADES = [  # (table, column it lacks, statements): what a schema made by an earlier earmem gets
+    ("feedback", "vectors", ["ALTER TABLE {s}.feedback ADD COLUMN IF NOT EXISTS candidates TEXT, ADD COLUMN IF NOT EXISTS vectors BYTEA"]),
+    ("memories", "tsv", ["ALTER TABLE {s}.memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
+                         "CREATE INDEX IF NOT EXISTS memories_tsv ON {s}.memories USING gin (tsv)", "DROP INDEX IF EXISTS {s}.memories_text"])]
 
 @patch
-def _upgrade_feedback(self: PostgresBackend):
-    "Give a feedback table from before the log could be replayed its `candidates` and `vectors` columns."
-    got = self._q("SELECT count(*) FROM information_schema.columns WHERE table_schema=%s AND table_name='feedback' "
-                  "AND column_name='vectors'", (self.schema,)).fetchone()[0]
-    if not got: self._q("ALTER TABLE {s}.feedback ADD COLUMN IF NOT EXISTS candidates TEXT, ADD COLUMN IF NOT EXISTS vectors BYTEA")
+def _upgrade(self: PostgresBackend):
+    "Bring an older schema up to date: the feedback log's replay columns, the stored full-text column (its expression index goes)."
+    have = "SELECT 1 FROM information_schema.columns WHERE table_schema=%s AND table_name=%s AND column_name=%s"
+    for table, column, statements in UPGRADES:
+        if self._q(have, (self.schema, table, column)).fetchone() is None:
+            for sql in statements: self._q(sql)
 
 @patch
 def _check_info(self: PostgresBackend, info: dict):
@@ -157,8 +162,7 @@ def _check_info(self: PostgresBackend, info: dict):
 def _ensure_namespace(self: PostgresBackend):
     "The namespace's revision counter, id counter and learner pointer (created once, by whoever comes first)."
     if self.readonly: return
-    self._q("INSERT INTO {s}.meta VALUES (%s, 'rev', '0'), (%s, 'next_id', '1'), (%s, 'learner', '') ON CONFLICT DO NOTHING",
-            (self.namespace,) * 3)
+    self._q("INSERT INTO {s}.meta VALUES (%s, 'rev', '0'), (%s, 'next_id', '1'), (%s, 'learner', '') ON CONFLICT DO NOTHING", (self.namespace,) * 3)
 
 # %% ../nbs/23_postgres.ipynb #078d30dc
 @patch
@@ -358,10 +362,11 @@ def load_manifest(self: PostgresBackend) -> dict | None:
     return json.loads(got[0]) if got else None
 
 @patch
-def save_manifest(self: PostgresBackend, manifest: dict):
-    "Store the namespace's manifest (replacing the previous one)."
-    self._q("INSERT INTO {s}.meta VALUES (%s, 'manifest', %s) ON CONFLICT (namespace, key) DO UPDATE SET value = EXCLUDED.value",
-            (self.namespace, json.dumps(manifest, sort_keys=True)))
+def save_manifest(self: PostgresBackend, manifest: dict, replace: bool = True) -> dict:
+    "Store the namespace's manifest (without `replace`, only when it has none: another process may have won); returns the one in force."
+    self._q("INSERT INTO {s}.meta VALUES (%s, 'manifest', %s) ON CONFLICT (namespace, key) "
+            + ("DO UPDATE SET value = EXCLUDED.value" if replace else "DO NOTHING"), (self.namespace, json.dumps(manifest, sort_keys=True)))
+    return self.load_manifest()
 
 @patch
 def size_bytes(self: PostgresBackend) -> int:
@@ -370,13 +375,6 @@ def size_bytes(self: PostgresBackend) -> int:
                    "WHERE n.nspname = %s AND c.relkind = 'r'", (self.schema,)).fetchone()[0] or 0
 
 # %% ../nbs/23_postgres.ipynb #d6eb6659
-@patch
-def create_manifest(self: PostgresBackend, manifest: dict) -> dict:
-    "Store `manifest` unless the namespace has one already (another process may have won); returns the one in force."
-    self._q("INSERT INTO {s}.meta VALUES (%s, 'manifest', %s) ON CONFLICT (namespace, key) DO NOTHING",
-            (self.namespace, json.dumps(manifest, sort_keys=True)))
-    return self.load_manifest()
-
 def _stored_manifest(url: str, namespace: str, schema: str, timeout: float) -> dict | None:
     "The manifest of `namespace` in `schema` at `url`, or None (no schema yet, or no manifest)."
     conn = connect_postgres(url, timeout)
@@ -397,7 +395,7 @@ def open_postgres_store(url: str, namespace: str = "default", readonly: bool = F
         manifest = new_manifest()
     b = PostgresBackend(url, check_manifest(manifest, where)["dim"], namespace, schema, readonly=readonly,
                         connect_timeout=lock_timeout, lock_timeout=lock_timeout)
-    try: return b, check_manifest(manifest if readonly else b.create_manifest(manifest), where)
+    try: return b, check_manifest(manifest if readonly else b.save_manifest(manifest, replace=False), where)
     except BaseException: b.close(); raise
 
 BACKENDS["postgresql"] = BACKENDS["postgres"] = open_postgres_store
@@ -427,8 +425,7 @@ def dump_feedback(self: PostgresBackend) -> list:
 def _learner_files(learner, version: str) -> dict:
     "{relative name: bytes} of the files `learner.save` writes (safetensors + JSON)."
     with tempfile.TemporaryDirectory() as d:
-        root = Path(d) / version
-        learner.save(root)
+        learner.save(root := Path(d) / version)
         return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 @patch
@@ -545,12 +542,21 @@ def candidates(self: PostgresBackend, q: np.ndarray, K: int, balanced: bool = Fa
 
 # %% ../nbs/23_postgres.ipynb #e889b329
 @patch
+def _estimated_matches(self: PostgresBackend, word: str) -> int:
+    "The planner's estimate of the rows (all namespaces) matching `word`, from the statistics ANALYZE (or autovacuum) keeps."
+    plan = self._q("EXPLAIN (FORMAT JSON) SELECT 1 FROM {s}.memories WHERE tsv @@ to_tsquery('english', %s)", (word,)).fetchone()[0]
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+@patch
 def _lexical_rows(self: PostgresBackend, text: str, K: int, where: str, params: list) -> list:
-    "(seq, row, rank) of the K best full-text matches of any word of `text` that satisfy `where`."
+    "(seq, row, rank) of the K best full-text matches of the words of `text` within `lexical_budget` that satisfy `where`."
+    size, cap = "SELECT count(*) FROM (SELECT 1 FROM {s}.memories WHERE namespace=%s LIMIT %s) m", self.lexical_budget + 1
     words = [w for w in lexical_words(text) if re.fullmatch(r"\w+", w)]
+    if self._q(size, (self.namespace, cap)).fetchone()[0] == cap:  # a smaller namespace cannot rank more matches than the budget
+        words = within_budget({w: self._estimated_matches(w) for w in words}, self.lexical_budget)
     if not words: return []
-    sql = (f"SELECT seq, {_SELECT}, ts_rank_cd(to_tsvector('english', text), tq) AS r FROM {{s}}.memories, "
-           f"to_tsquery('english', %s) tq WHERE {where} AND to_tsvector('english', text) @@ tq ORDER BY r DESC, seq LIMIT %s")
+    sql = (f"SELECT seq, {_SELECT}, ts_rank_cd(tsv, tq) AS r FROM {{s}}.memories, to_tsquery('english', %s) tq "
+           f"WHERE {where} AND tsv @@ tq ORDER BY r DESC, seq LIMIT %s")
     got = self._q(sql, (" | ".join(words), *params, int(K)), binary=True).fetchall()
     return [(r[0], (*r[1:14], r[14].to_numpy().astype(np.float32).tobytes()), float(r[15])) for r in got]
 

@@ -13,8 +13,8 @@ from .core import lexical_tokens, zscore
 from .hygiene import KIND_CODES, STORES, check_entities, check_kind, to_epoch
 
 # %% auto #0
-__all__ = ['COLUMNS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'item_row', 'one_blas_thread', 'top_rows', 'top_refined', 'store_quota',
-           'lexical_words', 'fuse_scores', 'fused_top']
+__all__ = ['COLUMNS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'LEXICAL_BUDGET', 'item_row', 'one_blas_thread', 'top_rows', 'top_refined',
+           'store_quota', 'lexical_words', 'fuse_scores', 'fused_top', 'within_budget']
 
 # %% ../nbs/17_vectors.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
@@ -265,6 +265,17 @@ def fused_top(ix: "_Index", q: np.ndarray, rows, lex: dict, K: int, w: float, ba
     order = np.lexsort((rows, -f))
     top = _balanced(order, ix.store[rows], K) if balanced else order[:K]
     return rows[top], cos[top], f[top]
+
+# %% ../nbs/17_vectors.ipynb #444bc626
+LEXICAL_BUDGET = 5_000  # memories a full-text query may rank: the rarest words whose matches fit in it are asked for
+
+def within_budget(counts: dict, budget: int = LEXICAL_BUDGET) -> list:
+    "The words of `counts` (word → memories it matches) that match something, rarest first, while their matches together fit in `budget`."
+    out, total = [], 0
+    for word, n in sorted(counts.items(), key=lambda kv: (kv[1], kv[0])):
+        if total + n > budget: break
+        if n: out.append(word); total += n
+    return out
 
 # %% ../nbs/17_vectors.ipynb #d8f8cc91
 def _pairs_above(S: np.ndarray, thr: float):

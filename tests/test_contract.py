@@ -359,12 +359,15 @@ def test_migrate_round_trip_sqlite_postgres_sqlite(pg_url, tmp_path, retriever):
     assert back["check"] and back["memories"] == src_rows
 
 
+def planted(n, seed, text, target):
+    "`n` facts with random embeddings: `text(i)` for n − 1 of them and the `target` text (id 'target') for the last."
+    E = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    return E, [{"text": text(i), "kind": "fact"} for i in range(n - 1)] + [{"text": target, "kind": "fact", "id": "target"}]
+
+
 def test_hybrid_candidates_find_the_rare_word_and_learn(loc):
     "retriever='hybrid': a memory naming the query's rare word is found though its embedding is far; feedback on hybrid hits replays."
-    rng = np.random.default_rng(0)
-    E = rng.standard_normal((120, DIM)).astype(np.float32)
-    items = [{"text": f"note {i} about topic {i % 7}", "kind": "fact"} for i in range(119)]
-    items.append({"text": "the flamingo access code is 7713", "kind": "fact", "id": "target"})
+    E, items = planted(120, 0, lambda i: f"note {i} about topic {i % 7}", "the flamingo access code is 7713")
     now = lambda: to_epoch("2026-03-20")
     found = {}
     for retriever in ("dense", "hybrid"):
@@ -401,4 +404,20 @@ def test_hybrid_keeps_filters_and_the_balance_of_stores(loc):
     with warnings.catch_warnings():
         warnings.simplefilter("error")                                        # no NaN warnings from an empty candidate set
         assert len(st.search("Lisbon", kinds=["correction"], touch=False)) == 0
+    st.close()
+
+
+def test_a_word_too_common_for_the_lexical_budget_is_left_to_the_dense_side(loc):
+    "Full-text queries ask only for the rarest words whose matches fit in the backend's lexical_budget (chapter 17)."
+    E, items = planted(40, 1, lambda i: f"{'common ' if i % 2 else ''}note {i} about thing{i}", "common note with the rare word flamingo")
+    st = loc.open(config=StoreConfig(min_relevance=-1.0, retriever="hybrid", lexical_weight=0.5))
+    st.add_many(items, embeddings=E)
+    q = st.encoder.encode_queries(["common"])[0]
+    dense = st.search(q, k=3, touch=False)                                # an embedding: dense candidates
+    assert all("common" in h.text for h in st.search("common", k=3, touch=False))   # 21 matches: within the default budget
+    st._backend.lexical_budget = 10
+    if loc.kind == "postgres": st._backend._q("ANALYZE {s}.memories")   # its word counts are the planner's estimates
+    narrowed = st.search("common", k=3, touch=False)                      # 21 matches > 10: the dense side alone
+    assert narrowed.ids == dense.ids and np.allclose([h.score for h in narrowed], [h.score for h in dense])
+    assert "target" in st.search("common flamingo", k=3, touch=False).ids   # the rare word is still asked for
     st.close()

@@ -280,3 +280,22 @@ def test_a_held_write_lock_times_out(pg_url, schema):
         with PostgresBackend(pg_url, DIM, "bob", schema=schema, lock_timeout=0.2).write() as rev: assert rev == 1  # other namespaces do not wait
     with b.write() as rev: assert rev == 2  # the failed attempt left nothing
     a.close(); b.close()
+
+
+def test_a_schema_from_before_the_stored_text_column_is_upgraded(pg_url, schema):
+    "A memories table without `tsv` (the expression index of the first hybrid release) gets the column, its index, and ranks."
+    b = PostgresBackend(pg_url, DIM, schema=schema)
+    with b.write() as rev: b.insert(rows_for(vectors(6)), rev)
+    b._q("DROP INDEX {s}.memories_tsv"); b._q("ALTER TABLE {s}.memories DROP COLUMN tsv")
+    b._q("CREATE INDEX memories_text ON {s}.memories USING gin (to_tsvector('english', text))")
+    b.close()
+    b = PostgresBackend(pg_url, DIM, schema=schema)
+    indexes = {r[0] for r in b._q("SELECT indexname FROM pg_indexes WHERE schemaname=%s", (schema,))}
+    columns = {r[0] for r in b._q("SELECT column_name FROM information_schema.columns WHERE table_schema=%s", (schema,))}
+    assert "tsv" in columns and "memories_tsv" in indexes and "memories_text" not in indexes
+    where, params = b._where()
+    assert len(b._lexical_rows("memory", 2, where, params)) == 2            # ranked on the new column
+    b.lexical_budget = 5
+    b._q("ANALYZE {s}.memories")                                              # the planner's estimates count the words
+    assert b._lexical_rows("memory", 2, where, params) == []                # 6 matches > 5: left to the dense side
+    b.close()

@@ -209,6 +209,7 @@ def bench_postgres(sizes: Sequence[int] = (100_000, 1_000_000), dim: int = 384, 
 def bench_table(results: list) -> str:
     "The figures of `bench_postgres` as a plain-text table: one line per size × search (p50 / p95 ms, recall@10)."
     lines = []
+    cell = lambda v: "–" if not v else f"{v['p50_ms']:6.2f} / {v['p95_ms']:6.2f}" + (f"  {v['recall@10']:.3f}" if "recall@10" in v else "       ")
     for r in results:
         kind = f"{r['clusters']} clusters" if r.get("clusters") else "uniform"
         lines.append(f"{r['memories']:,} memories ({kind}, dim {r['dim']}; main {r['main']:,}, {r['tenants']} tenants × {r['per_tenant']}): "
@@ -217,9 +218,7 @@ def bench_table(results: list) -> str:
         runs = [k for k in r if k.startswith("ef_search=") or k == "sqlite_index"]
         lines.append(f"{'search':>10} | " + " | ".join(f"{k:>24}" for k in runs))
         for name in r["sqlite_index"]:
-            cell = lambda v: f"{v['p50_ms']:6.2f} / {v['p95_ms']:6.2f}" + (f"  {v['recall@10']:.3f}" if "recall@10" in v else "       ")
             lines.append(f"{name:>10} | " + " | ".join(f"{cell(r[k][name]):>24}" for k in runs))
-        hyb = lambda v: f"{v['p50_ms']:6.2f} / {v['p95_ms']:6.2f}" if v else "–"
-        lines.append(f"{'hybrid':>10} | {'–':>24} | " + " | ".join(f"{hyb(r[k].get('hybrid_text')):>24}" for k in runs[1:]))
+        lines.append(f"{'hybrid':>10} | {'–':>24} | " + " | ".join(f"{cell(r[k].get('hybrid_text')):>24}" for k in runs[1:]))
         lines.append(f"{'server':>10} | {'':>24} | " + " | ".join(f"{r[k]['plain']['server_ms']:>15.2f} ms (plain)" for k in runs[1:]))
     return "\n".join(lines)

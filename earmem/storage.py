@@ -531,9 +531,18 @@ def hybrid_candidates(self: SQLiteBackend, q: np.ndarray, text: str, K: int, w: 
     ix = self.index
     allowed = ix.mask(**filters)
     dense, _ = ix.candidates(np.asarray(q, np.float32), np.flatnonzero(allowed), K, balanced)
-    lex = {ix.pos[i]: s for i, s in self.lexical(text, 4 * K) if i in ix.pos and allowed[ix.pos[i]]}
-    lex = dict(list(lex.items())[:K])
+    lex = self._allowed_lexical(text, K, allowed)
     return fused_top(ix, q, [*dense, *lex], lex, K, w, balanced)
+
+@patch
+def _allowed_lexical(self: SQLiteBackend, text: str, K: int, allowed: np.ndarray) -> dict:
+    "{row: BM25} of the K best full-text matches among `allowed` rows: 4K asked, ×4 more while filters keep too few."
+    ix, n = self.index, 4 * K
+    while True:
+        got = self.lexical(text, n)
+        lex = {ix.pos[i]: s for i, s in got if i in ix.pos and allowed[ix.pos[i]]}
+        if len(lex) >= K or len(got) < n or n >= self.lexical_budget: return dict(list(lex.items())[:K])
+        n = min(4 * n, self.lexical_budget)
 
 # %% ../nbs/18_storage.ipynb #09bc1339
 @patch

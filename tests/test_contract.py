@@ -407,6 +407,21 @@ def test_hybrid_keeps_filters_and_the_balance_of_stores(loc):
     st.close()
 
 
+def test_a_selective_filter_keeps_its_lexical_matches(loc):
+    "A filter that passes few of the best full-text matches still gets its own matches (SQLite widens its ask)."
+    # its word is not flamingo: PostgreSQL's word statistics are per table, shared by the namespaces of these tests
+    E, items = planted(80, 3, lambda i: f"heron {i}" if i < 60 else f"note {i} on lunch", "a long and winding note "
+                       "that among many other words and things also mentions the heron once")
+    for i, it in enumerate(items): it["entities"] = ["Bo"] if i >= 60 else ["Al"]
+    st = loc.open(config=StoreConfig(min_relevance=-1.0, retriever="hybrid", lexical_weight=0.5, candidates=4))
+    st.add_many(items, embeddings=E)
+    q = st.encoder.encode_queries(["heron"])[0]
+    assert "target" not in st.search(q, k=3, entities=["Bo"], touch=False).ids   # the dense side alone misses it
+    hits = st.search("heron", k=3, entities=["Bo"], touch=False)              # 60 better matches name Al only
+    assert "target" in hits.ids and {e for h in hits for e in h.entities} == {"Bo"}, hits.ids
+    st.close()
+
+
 def test_a_word_too_common_for_the_lexical_budget_is_left_to_the_dense_side(loc):
     "Full-text queries ask only for the rarest words whose matches fit in the backend's lexical_budget (chapter 17)."
     E, items = planted(40, 1, lambda i: f"{'common ' if i % 2 else ''}note {i} about thing{i}", "common note with the rare word flamingo")

@@ -17,6 +17,7 @@ from .evaluation import BENCHMARKS, METHODS, CriticSettings, format_table, repro
 from .tables import format_tables_report, parse_overrides, plot_tables, reproduce_tables
 from .analysis import ANALYSES, run_analyses
 import earmem.two_stores  # noqa: F401  (files the two-store analyses and candidate sets)
+import earmem.finetune  # noqa: F401  (files the 'finetuned' method)
 from .commands import _fail, _guarded, add_memory_parser, run_memory_command, _add_data_parser, _add_serve_parser
 
 # %% auto #0

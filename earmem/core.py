@@ -272,7 +272,7 @@ def _encode_in_chunks(self: Encoder, missing: list, role: str, progress: bool | 
     step = self.batch_size * 16
     self._load()                                                # the rate measures encoding, not model loading
     out, t0 = {}, time.perf_counter()
-    with tqdm(total=len(todo), desc=f"encoding {role}s", unit="text", disable=not show, leave=False) as bar:
+    with tqdm(total=len(todo), desc=f"encoding {'queries' if role == 'query' else role + 's'}", unit="text", disable=not show, leave=False) as bar:
         for i in range(0, len(todo), step):
             part = todo[i:i + step]
             new = dict(zip([k for k, _ in part], self._encode_missing([t for _, t in part], role, False)))

@@ -46,6 +46,7 @@ class Prepared:
     timings: dict = field(default_factory=dict)  # seconds per step
     dev: list = field(default_factory=list)  # dev queries carved out of the training part (empty: no dev split)
     retriever: str = "dense"  # which retriever produced `candidates` ('dense', 'bm25', 'hybrid')
+    retriever_options: dict = field(default_factory=dict)  # its options (e.g. w, beta of 'hybrid')
 
     def __repr__(self):
         dev = f" / {len(self.dev)} dev" if self.dev else ""
@@ -125,7 +126,8 @@ def prepare(bench: Benchmark, encoder: Encoder | None = None, K: int = 20, split
     cands = retrieve_candidates(queries, Q, banks, K, retriever, retriever_options)
     t["retrieve"] = time.perf_counter() - t3
     return Prepared(bench, encoder, K, split, seed, test_size, banks, train, test,
-                    {q.id: v for q, v in zip(queries, Q)}, cands, unscored, t, dev, retriever)
+                    {q.id: v for q, v in zip(queries, Q)}, cands, unscored, t, dev, retriever,
+                    dict(retriever_options or {}))
 
 # %% ../nbs/11_evaluation.ipynb #579c7839
 _PREPARE_OPTIONS = ("retriever", "retriever_options", "dev_size", "dev_seed")

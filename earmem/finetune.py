@@ -22,7 +22,7 @@ __all__ = ['INFO', 'citation_triples', 'FinetuneConfig', 'contrastive_steps', 'f
 # %% ../nbs/11a_finetune.ipynb #602fb209
 def citation_triples(prep: Prepared, queries: Sequence[Query] | None = None, critic=None, s: int = 5,
                      T: int | None = None, negatives: int = 1, seed: int = 0) -> list:
-    "(question, cited text, *uncited texts) for each memory `critic` cites among the top T·s (default: K) candidates."
+    "Triples (question, cited text, uncited texts…), one per memory `critic` cites among the top T·s (default: K) candidates."
     queries = prep.train if queries is None else list(queries)
     s, negatives = check_positive_int(s, "s"), check_positive_int(negatives, "negatives")
     n = prep.K if T is None else check_positive_int(T, "T") * s   # default: every candidate, the last slate maybe short

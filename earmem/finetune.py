@@ -13,7 +13,7 @@ import torch
 from .core import (Encoder, Query, atomic_write_json, check_int, evaluate, check_positive_int,
                          check_positive_number, check_probability, default_cache_dir)
 from .critic import CitationSimulator
-from .evaluation import Prepared, register_method, retrieve_candidates
+from .evaluation import Prepared, only_retriever, register_method, retrieve_candidates
 
 # %% auto #0
 __all__ = ['INFO', 'citation_triples', 'FinetuneConfig', 'contrastive_steps', 'finetune_key', 'finetune_encoder', 'reencode',
@@ -145,8 +145,7 @@ def finetuned_encoder(prep: Prepared, seed: int = 0, config: FinetuneConfig | No
 @register_method("finetuned", "the retriever over an encoder fine-tuned on the training queries' citations; no critic at test time")
 def finetuned(prep: Prepared, *, k: int = 5, seed: int = 0, progress: bool = True) -> dict:
     "Top-`k` of the candidates retrieved again with `finetuned_encoder(prep, seed)`."
-    p = reencode(prep, finetuned_encoder(prep, seed, progress=progress), prep.test, progress)
-    return {q.id: p.candidates[q.id].ids[:k] for q in prep.test}
+    return only_retriever(reencode(prep, finetuned_encoder(prep, seed, progress=progress), prep.test, progress), k=k)
 
 # %% ../nbs/11a_finetune.ipynb #45e89d23
 def finetuned_runs(prep: Prepared, seeds: int = 3, k: int = 5, config: FinetuneConfig | None = None,
@@ -156,5 +155,5 @@ def finetuned_runs(prep: Prepared, seeds: int = 3, k: int = 5, config: FinetuneC
     for seed in range(check_positive_int(seeds, "seeds")):
         p = reencode(prep, finetuned_encoder(prep, seed, config, progress=progress), prep.dev + prep.test, progress)
         for part, qs in (("dev", prep.dev), ("test", prep.test)):
-            if qs: out[part].append(evaluate({q.id: p.candidates[q.id].ids[:k] for q in qs}, qs, k)["overall"])
+            if qs: out[part].append(evaluate(only_retriever(replace(p, test=qs), k=k), qs, k)["overall"])
     return out

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import fastcore.test as fct
 
-from earmem.analysis import ANALYSES, run_analyses
+from earmem.experiments.analysis import ANALYSES, run_analyses
 from earmem.cli import main
 from earmem.core import Encoder
 from earmem.toys import tiny_locomo
-from earmem.evaluation import prepare_locomo, run_method
+from earmem.experiments.evaluation import prepare_locomo, run_method
 
 NAMES = ["sample-efficiency", "budget", "noise", "hyperparameters", "latency", "two-stores", "geometry"]
 

@@ -13,7 +13,7 @@ import pytest
 
 from earmem.cli import main, memory_cli
 from earmem.toys import tiny_locomo
-from earmem.evaluation import METHODS
+from earmem.experiments.evaluation import METHODS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -586,7 +586,7 @@ def test_memory_import_not_utf8(mem):
 
 
 def test_memory_repair(mem, monkeypatch):
-    from earmem.memory import MemoryStore
+    from earmem.memory.store import MemoryStore
     if not hasattr(MemoryStore, "repair"):
         code, _, err = mem("repair")
         assert code == 2
@@ -603,7 +603,7 @@ def fake_servers(monkeypatch):
     "Stand-in server modules recording their calls (the real ones are chapters of the server helpers)."
     import types
     calls = []
-    for module, func in (("earmem.mcp_server", "serve_mcp"), ("earmem.http_api", "serve_http")):
+    for module, func in (("earmem.serve.mcp", "serve_mcp"), ("earmem.serve.http", "serve_http")):
         m = types.ModuleType(module)
         setattr(m, func, lambda store, _f=func, **kw: calls.append((_f, store, kw)))
         monkeypatch.setitem(sys.modules, module, m)
@@ -628,11 +628,11 @@ def test_serve_errors(fake_servers, capsys, monkeypatch):
     assert main(["serve", "http", "--encoder", "hashing"]) == 2              # the server would not use it: refused
     assert "unrecognized arguments: --encoder" in capsys.readouterr().err
     def needs_mcp(store, **kw): raise ModuleNotFoundError("No module named 'mcp'", name="mcp")
-    monkeypatch.setattr(sys.modules["earmem.mcp_server"], "serve_mcp", needs_mcp)
+    monkeypatch.setattr(sys.modules["earmem.serve.mcp"], "serve_mcp", needs_mcp)
     assert main(["serve", "mcp"]) == 2
     one_line_error(capsys.readouterr().err, 'serve mcp: needs the optional package \'mcp\': pip install "earmem[mcp]"')
     def needs_fastapi(store, **kw): raise ModuleNotFoundError("No module named 'fastapi'", name="fastapi")
-    monkeypatch.setattr(sys.modules["earmem.http_api"], "serve_http", needs_fastapi)
+    monkeypatch.setattr(sys.modules["earmem.serve.http"], "serve_http", needs_fastapi)
     assert main(["serve", "http"]) == 2
     one_line_error(capsys.readouterr().err, 'pip install "earmem[server]"')
 
@@ -641,11 +641,11 @@ def test_serve_without_the_module(monkeypatch, capsys):
     import importlib
     real = importlib.import_module
     def fake(name, *a):
-        if name == "earmem.http_api": raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        if name == "earmem.serve.http": raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return real(name, *a)
     monkeypatch.setattr(importlib, "import_module", fake)
     assert main(["serve", "http"]) == 2
-    one_line_error(capsys.readouterr().err, "serve: this earmem has no earmem.http_api module")
+    one_line_error(capsys.readouterr().err, "serve: this earmem has no earmem.serve.http module")
 
 
 # ---- earmem data ---------------------------------------------------------------------------------------------------

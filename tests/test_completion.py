@@ -1,4 +1,4 @@
-"Property-based and integration tests of EARM (earmem.matrix, earmem.completion, earmem.reranking) and earmem.earm (its experiment) that do not fit the notebooks."
+"Property-based and integration tests of EARM (earmem.earm.matrix, earmem.earm.completion, earmem.earm.reranking) and earmem.experiments.earm (its experiment) that do not fit the notebooks."
 import json, os
 from pathlib import Path
 import numpy as np
@@ -7,10 +7,10 @@ from hypothesis import given, settings, HealthCheck, strategies as st
 import fastcore.test as fct
 from earmem.core import Memory, Query, recall_at_k
 from earmem.toys import ToyBenchmark, synthetic_scores
-from earmem.matrix import ExperienceMatrix, CountingScorer, OBSERVED, RETRIEVED, NOT_RETRIEVED
-from earmem.completion import LowRankCompleter, online_predictions, svd_baseline
-from earmem.reranking import EARM, StageSchedule, split_anchors
-from earmem.earm import run_earm, format_earm_table, plot_earm
+from earmem.earm.matrix import ExperienceMatrix, CountingScorer, OBSERVED, RETRIEVED, NOT_RETRIEVED
+from earmem.earm.completion import LowRankCompleter, online_predictions, svd_baseline
+from earmem.earm.reranking import EARM, StageSchedule, split_anchors
+from earmem.experiments.earm import run_earm, format_earm_table, plot_earm
 
 
 def _stream(S, n_candidates, budgets, seed, tail_from=None, tail_seed=0):
@@ -130,7 +130,7 @@ def test_svd_baseline_solvers_agree():
     assert np.abs(g - s).max() < 1e-3
 
 
-PINNED_FULL_R5, PINNED_MIXED_R5 = 0.9, 0.55  # from the pre-split earmem.completion.run_earm on the same toy
+PINNED_FULL_R5, PINNED_MIXED_R5 = 0.9, 0.55  # from the pre-split earmem.earm.completion.run_earm on the same toy
 
 
 def test_run_earm_toy_values(tmp_path):
@@ -169,7 +169,7 @@ def test_run_earm_on_one_locomo_conversation():
     if not (Path(os.environ.get("EARMEM_DATA", "")) / "locomo" / "locomo10.json").exists():
         pytest.skip("LoCoMo not available (set EARMEM_DATA)")
     from earmem.core import Encoder
-    from earmem.data import load_locomo
+    from earmem.experiments.data import load_locomo
     bench = load_locomo()
     res = run_earm(bench, Encoder(progress=False), banks=[bench.bank_ids[0]], seeds=(0,), ranks=(8,), progress=False)
     assert res["calls"]["mixed-r8"]["all"]["mean"] <= 0.3 * res["calls"]["full"]["all"]["mean"]

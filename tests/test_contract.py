@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from earmem.hygiene import DAY, HashingEncoder, StoreConfig, to_epoch
-from earmem.memory import MemoryStore
-from earmem.storage import redact_url
+from earmem.memory.hygiene import DAY, HashingEncoder, StoreConfig, to_epoch
+from earmem.memory.store import MemoryStore
+from earmem.memory.storage import redact_url
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 64
@@ -72,8 +72,8 @@ def test_persistence_across_reopen(loc):
 SECOND = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from earmem.memory import MemoryStore
-from earmem.storage import redact_url
+from earmem.memory.store import MemoryStore
+from earmem.memory.storage import redact_url
 st = MemoryStore(sys.argv[2], namespace=sys.argv[3])
 hits = st.search("which database did Dana choose?", k=2, touch=False)
 r = st.add("Written by the second process about Kafka", "fact", ["Kafka"])
@@ -264,7 +264,7 @@ def test_same_ranking_on_both_backends(pg_url, tmp_path, retriever):
 WORKER = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from earmem.memory import MemoryStore
+from earmem.memory.store import MemoryStore
 st = MemoryStore(sys.argv[2], namespace=sys.argv[3])
 w, added = int(sys.argv[4]), []
 for i in range(8):
@@ -312,7 +312,7 @@ NO_PSYCOPG = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
 sys.modules["psycopg"] = None
-from earmem.memory import MemoryStore
+from earmem.memory.store import MemoryStore
 try: MemoryStore("postgresql://someone@localhost/db", namespace="x")
 except ImportError as e: print(e)
 """
@@ -423,7 +423,7 @@ def test_a_selective_filter_keeps_its_lexical_matches(loc):
 
 
 def test_a_word_too_common_for_the_lexical_budget_is_left_to_the_dense_side(loc):
-    "Full-text queries ask only for the rarest words whose matches fit in the backend's lexical_budget (chapter 17)."
+    "Full-text queries ask only for the rarest words whose matches fit in the backend's lexical_budget (chapter 19)."
     E, items = planted(40, 1, lambda i: f"{'common ' if i % 2 else ''}note {i} about thing{i}", "common note with the rare word flamingo")
     st = loc.open(config=StoreConfig(min_relevance=-1.0, retriever="hybrid", lexical_weight=0.5))
     st.add_many(items, embeddings=E)

@@ -1,4 +1,4 @@
-"""Property-based and integration tests of earmem.critic (simulators) and earmem.llm (parsers, prompts, HTTP critic and scorer)."""
+"""Property-based and integration tests of earmem.ear.critic (simulators) and earmem.ear.llm (parsers, prompts, HTTP critic and scorer)."""
 import json
 
 import numpy as np
@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from earmem.core import Memory, Query
 from earmem.toys import StubChatServer
-from earmem.critic import (CitationSimulator, Critic, OracleCritic, RelevanceSimulator, Scorer, expected_micro_metrics,
+from earmem.ear.critic import (CitationSimulator, Critic, OracleCritic, RelevanceSimulator, Scorer, expected_micro_metrics,
                            expected_slate_precision, false_positive_rate, roc_auc)
-from earmem.llm import LLMCritic, LLMScorer, data_message, parse_citations, parse_scores
+from earmem.ear.llm import LLMCritic, LLMScorer, data_message, parse_citations, parse_scores
 
 probability = st.floats(0.0, 1.0, allow_nan=False)
 

@@ -1,4 +1,4 @@
-"""Tests of earmem.data that do not fit the notebook: data-path resolution, error messages, the LongMemEval fixture,
+"""Tests of earmem.experiments.data that do not fit the notebook: data-path resolution, error messages, the LongMemEval fixture,
 download without a network, property-based evidence parsing, and Table 1 on the real LoCoMo when it is available."""
 import json
 import os
@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import earmem.data as data
+import earmem.experiments.data as data
 import earmem.commands as commands
-from earmem.data import (Benchmark, clean_evidence, find_data_file, load_locomo, load_longmemeval, parse_dialogue_ids,
+from earmem.experiments.data import (Benchmark, clean_evidence, find_data_file, load_locomo, load_longmemeval, parse_dialogue_ids,
                          parse_locomo_datetime)
 from earmem.toys import tiny_locomo, tiny_longmemeval
 

@@ -29,7 +29,7 @@ def site(tmp_path):
     nbs.mkdir(); docs.mkdir()
     _nb(nbs/'index.ipynb', 'print(1)')
     _nb(nbs/'00_core.ipynb', '#| default_exp core', '#| export\ndef top_k(queries, k:int): pass')
-    _nb(nbs/'01_adapter.ipynb', '#| default_exp adapter')
+    _nb(nbs/'01_adapter.ipynb', '#| default_exp ear.adapter')
     (nbs/'_private.ipynb').write_text('{}')                        # not a page: nbdev skips `_` names
     side = ''.join(f'<li><a href="{f}">{f}</a></li>' for f in ('index.html', 'core.html', 'adapter.html'))
     (docs/'site.css').write_text('body{color:#000}')

@@ -1,4 +1,4 @@
-"""Tests of the framework retrievers (earmem.frameworks): LangChain documents and LlamaIndex nodes with their metadata,
+"""Tests of the framework retrievers (earmem.serve.frameworks): LangChain documents and LlamaIndex nodes with their metadata,
 filters, feedback from cited documents (including after a later retrieval), async use, bad input, and both frameworks
 missing."""
 import asyncio
@@ -11,10 +11,10 @@ import pytest
 pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")
 
-from earmem.frameworks import (cited_ids, langchain_retriever, langchain_retriever_class, llamaindex_retriever,
+from earmem.serve.frameworks import (cited_ids, langchain_retriever, langchain_retriever_class, llamaindex_retriever,
                                llamaindex_retriever_class)
-from earmem.hygiene import HashingEncoder, StoreConfig
-from earmem.memory import MemoryStore
+from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "which database for orders?"
@@ -103,9 +103,9 @@ def test_cited_ids_shapes():
 
 def test_without_the_frameworks(tmp_path):
     code = ("import sys; sys.modules['langchain_core'] = None; sys.modules['llama_index'] = None\n"
-            "import earmem.frameworks as f\n"
-            "from earmem.hygiene import HashingEncoder\n"
-            "from earmem.memory import MemoryStore\n"
+            "import earmem.serve.frameworks as f\n"
+            "from earmem.memory.hygiene import HashingEncoder\n"
+            "from earmem.memory.store import MemoryStore\n"
             f"s = MemoryStore({str(tmp_path / 's')!r}, encoder=HashingEncoder(16))\n"
             "for make in (f.langchain_retriever, f.llamaindex_retriever):\n"
             "    try: make(s)\n"

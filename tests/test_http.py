@@ -1,4 +1,4 @@
-"""Tests of the HTTP door (earmem.http_api): every route through FastAPI's TestClient, validation (pydantic 422, the
+"""Tests of the HTTP door (earmem.serve.http): every route through FastAPI's TestClient, validation (pydantic 422, the
 store's own checks 400, unknown ids 404), the CDN-free docs page and OpenAPI schema, the optional dependency missing,
 and one session against a real uvicorn on 127.0.0.1 (ephemeral port, started and stopped here)."""
 import json
@@ -17,9 +17,9 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from earmem.http_api import create_app
-from earmem.hygiene import HashingEncoder, StoreConfig
-from earmem.memory import MemoryStore
+from earmem.serve.http import create_app
+from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 DECISION = "Dana picked Postgres for the orders service database"
@@ -134,8 +134,8 @@ def test_docs_and_openapi(client):
 
 def test_import_without_fastapi():
     code = ("import sys; sys.modules['fastapi'] = None\n"
-            "import earmem, earmem.memory, earmem.mcp_server\n"
-            "try: import earmem.http_api\n"
+            "import earmem, earmem.memory.store, earmem.serve.mcp\n"
+            "try: import earmem.serve.http\n"
             "except ImportError as e: print(e)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -156,7 +156,7 @@ def post(url, body):
 def test_real_uvicorn(tmp_path):
     toy_store(tmp_path / "s").close()
     port = free_port()
-    code = f"from earmem.http_api import serve_http; serve_http({str(tmp_path / 's')!r}, port={port})"
+    code = f"from earmem.serve.http import serve_http; serve_http({str(tmp_path / 's')!r}, port={port})"
     proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         for _ in range(600):
@@ -184,7 +184,7 @@ def test_base_install_without_any_extra(tmp_path):
     "earmem, its command line and the memory store work with none of mcp, fastapi, uvicorn, langchain, llama-index."
     code = ("import sys\n"
             "for m in ('mcp', 'fastapi', 'uvicorn', 'starlette', 'langchain_core', 'llama_index'): sys.modules[m] = None\n"
-            "import earmem, earmem.cli, earmem.memory, earmem.mcp_server, earmem.frameworks\n"
+            "import earmem, earmem.cli, earmem.memory.store, earmem.serve.mcp, earmem.serve.frameworks\n"
             "from earmem.cli import main\n"
             f"store = {str(tmp_path / 's')!r}\n"
             "main(['memory', 'add', '--store', store, '--encoder', 'hashing', '--kind', 'fact', 'Dana picked Postgres'])\n"

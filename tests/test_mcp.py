@@ -1,4 +1,4 @@
-"""Tests of the MCP door (earmem.mcp_server): the JSON layer's bad input, the MCP server in-process through the SDK's
+"""Tests of the MCP door (earmem.serve.mcp): the JSON layer's bad input, the MCP server in-process through the SDK's
 client (tools, schemas, errors, feedback moving the ranking, the prompt), the optional dependency missing, and one end
 to end session over stdio with a real client subprocess."""
 import json
@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from earmem.hygiene import HashingEncoder, StoreConfig
-from earmem.memory import MemoryStore
+from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 DECISION = "Dana picked Postgres for the orders service database"
@@ -42,7 +42,7 @@ def run_client(server, script):
 
 @pytest.fixture
 def server(tmp_path):
-    from earmem.mcp_server import build_mcp_server
+    from earmem.serve.mcp import build_mcp_server
     return build_mcp_server(toy_store(tmp_path / "s"))
 
 
@@ -125,9 +125,9 @@ def test_correct_history_and_prompt(server):
 
 def test_import_without_mcp_installed(tmp_path):
     code = ("import sys; sys.modules['mcp'] = None\n"
-            "import earmem, earmem.mcp_server as m\n"
-            "from earmem.hygiene import HashingEncoder\n"
-            "from earmem.memory import MemoryStore\n"
+            "import earmem, earmem.serve.mcp as m\n"
+            "from earmem.memory.hygiene import HashingEncoder\n"
+            "from earmem.memory.store import MemoryStore\n"
             f"t = m.MemoryTools(MemoryStore({str(tmp_path / 's')!r}, encoder=HashingEncoder(16)))\n"
             "print(t.call('add', {'text': 'a fact about Dana', 'kind': 'fact'})['action'])\n"
             "try: m.build_mcp_server(t.store)\n"
@@ -139,7 +139,7 @@ def test_import_without_mcp_installed(tmp_path):
 
 
 def test_stdio_end_to_end(tmp_path):
-    from earmem.mcp_server import show_transcript, stdio_transcript
+    from earmem.serve.mcp import show_transcript, stdio_transcript
     toy_store(tmp_path / "s").close()
     steps = [("add", {"text": DECISION, "kind": "decision", "entities": ["Dana"]}),
              ("add", {"text": CHATTER, "kind": "episode", "entities": ["Dana"]}),
@@ -165,7 +165,7 @@ def test_streamable_http_on_localhost(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    code = f"from earmem.mcp_server import serve_mcp; serve_mcp({str(tmp_path / 's')!r}, transport='http', port={port})"
+    code = f"from earmem.serve.mcp import serve_mcp; serve_mcp({str(tmp_path / 's')!r}, transport='http', port={port})"
     proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

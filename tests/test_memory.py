@@ -1,4 +1,4 @@
-"""Tests of the agent-facing MemoryStore (earmem.memory) that do not fit the notebook: persistence across processes,
+"""Tests of the agent-facing MemoryStore (earmem.memory.store) that do not fit the notebook: persistence across processes,
 one writer + readers, SIGKILL in the middle of a batch and of a learner checkpoint, dedupe, recency, the relevance
 floor, the injection budget (property-based), bad input, the tool interface, and one run with the real bundled
 encoder. (The `earmem memory` command line is tested in tests/test_cli.py.)"""
@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastcore.test as fct
-from earmem.agent import Hit, MemoryRecord, provenance_line
-from earmem.hygiene import DAY, KINDS, HashingEncoder, StoreConfig, iso, to_epoch
-from earmem.memory import MemoryStore
+from earmem.memory.agent import Hit, MemoryRecord, provenance_line
+from earmem.memory.hygiene import DAY, KINDS, HashingEncoder, StoreConfig, iso, to_epoch
+from earmem.memory.store import MemoryStore
 from earmem.toys import planted_stream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,8 +57,8 @@ QUERIES = ["which database did Dana choose for orders", "why did the CI pipeline
 
 WRITER = """
 import json, sys
-from earmem.memory import *
-from earmem.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.store import *
+from earmem.memory.hygiene import HashingEncoder, StoreConfig
 path, memories, queries = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 clock = lambda: 1.78e9
 s = MemoryStore(path, encoder=HashingEncoder(32), clock=clock,
@@ -73,8 +73,8 @@ for epoch in range(3):
 
 READER = """
 import json, sys
-from earmem.memory import *
-from earmem.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.store import *
+from earmem.memory.hygiene import HashingEncoder, StoreConfig
 path, queries = sys.argv[1], json.loads(sys.argv[2])
 s = MemoryStore(path, readonly=True, clock=lambda: 1.78e9)
 print(json.dumps({q: [[h.id, h.score, h.relevance, h.frozen_relevance] for h in s.search(q, k=4)] for q in queries}))
@@ -130,8 +130,8 @@ def test_reader_follows_writer(tmp_path):
 
 BATCH_WRITER = """
 import sys, numpy as np
-from earmem.memory import *
-from earmem.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.store import *
+from earmem.memory.hygiene import HashingEncoder, StoreConfig
 from earmem.core import unit_rows
 s = MemoryStore(sys.argv[1], encoder=HashingEncoder(64))
 rng = np.random.default_rng(0)
@@ -193,8 +193,8 @@ def test_sigkill_mid_batch_loses_no_committed_memory(tmp_path):
 
 FEEDBACK_WRITER = """
 import sys
-from earmem.memory import *
-from earmem.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.store import *
+from earmem.memory.hygiene import HashingEncoder, StoreConfig
 s = MemoryStore(sys.argv[1], config=StoreConfig(min_relevance=0.0, checkpoint_every=1, ear={"s": 3}))
 i = 0
 while True:
@@ -428,7 +428,7 @@ def test_bad_input_clear_errors(tmp_path):
 
 
 def test_adapter_dimension_mismatch(tmp_path):
-    from earmem.replay import EAR
+    from earmem.ear.replay import EAR
     s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(32))
     with pytest.raises(ValueError, match="^learner: its adapter has dimension 16"): s.set_learner(EAR(16))
     s.add_many(MEMORIES)
@@ -546,7 +546,7 @@ def test_standup_update_with_the_real_encoder(tmp_path):
 
 def test_bf16_shortlist_matches_exact_scan(tmp_path, monkeypatch):
     "Big scans use a bfloat16 shortlist with exact rescoring: same hits and cosines as the plain float32 scan."
-    import earmem.vectors as storage
+    import earmem.memory.vectors as storage
     from earmem.core import unit_rows
     rng = np.random.default_rng(0)
     n, d = 24_000, 64
@@ -570,7 +570,7 @@ def test_bf16_shortlist_matches_exact_scan(tmp_path, monkeypatch):
 
 # ================================================================================================ the update judge
 # (ported from the research notes on issue #11: every slot type, the standup example, properties, the LLM judge)
-from earmem.updates import Decision, clean_text, judge_change, llm_judge, parse_decision, slots, update_messages
+from earmem.memory.updates import Decision, clean_text, judge_change, llm_judge, parse_decision, slots, update_messages
 
 def update(old, new): return judge_change(old, new).action == "update"
 
@@ -693,7 +693,7 @@ def test_symmetric_and_total(a, b):
 
 # ------------------------------------------------------------------------------------------------ LLM judge (offline)
 toys = pytest.importorskip("earmem.toys")
-critic = pytest.importorskip("earmem.llm")
+critic = pytest.importorskip("earmem.ear.llm")
 
 def client(stub, **kw): return critic.ChatClient(stub.url, "stub-model", retries=0, retry_wait=0, **kw)
 

@@ -1,4 +1,4 @@
-"""Contract tests of earmem.postgres.PostgresBackend against a real PostgreSQL + pgvector server (the `pg_url`
+"""Contract tests of earmem.memory.postgres.PostgresBackend against a real PostgreSQL + pgvector server (the `pg_url`
 fixture in conftest.py): the same rows, ids, history and counts as SQLiteBackend for the same operations; filtered
 search against an exact scan; namespaces isolated; feedback log and learner checkpoints; writers in several
 processes; bad input and faults. The benchmark (`bench_postgres`) is a command, not a timed test."""
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from earmem.core import unit_rows
-from earmem.hygiene import KINDS
-from earmem.postgres import PostgresBackend, connect_postgres
-from earmem.vectors import COLUMNS, _Index, item_row
-from earmem.storage import SQLiteBackend, create_store_folder, learner_seq
+from earmem.memory.hygiene import KINDS
+from earmem.memory.postgres import PostgresBackend, connect_postgres
+from earmem.memory.vectors import COLUMNS, _Index, item_row
+from earmem.memory.storage import SQLiteBackend, create_store_folder, learner_seq
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 16
@@ -45,7 +45,7 @@ def schema(request):
 
 
 def sqlite_backend(tmp_path, dim=DIM):
-    manifest = {"format": "earmem.memory-store", "version": 1, "encoder": "test", "dim": dim}
+    manifest = {"format": "earmem.memory.store-store", "version": 1, "encoder": "test", "dim": dim}
     create_store_folder(tmp_path / "store", manifest)
     return SQLiteBackend(tmp_path / "store", dim)
 
@@ -148,7 +148,7 @@ def test_namespaces_are_isolated(pg_url, schema):
 
 def test_feedback_log_and_learner_round_trip(pg_url, schema):
     from earmem.core import Candidates, Memory, Query
-    from earmem.replay import EAR, EARConfig
+    from earmem.ear.replay import EAR, EARConfig
     b = PostgresBackend(pg_url, DIM, "alice", schema=schema)
     assert b.last_feedback() == 0 and b.feedback_rows() == []
     with b.write(): s1 = b.log_feedback(1.7e9, "which db?", ["m1", "m2"], [1, -1], "", {"ids": ["m1", "m2"], "positions": [0, 1]}, b"\1" * 8)
@@ -181,7 +181,7 @@ WRITER = r"""
 import sys, json, numpy as np
 sys.path.insert(0, sys.argv[4])
 from tests.test_postgres import rows_for, vectors
-from earmem.postgres import PostgresBackend
+from earmem.memory.postgres import PostgresBackend
 url, schema, w = sys.argv[1], sys.argv[2], int(sys.argv[3])
 b = PostgresBackend(url, 16, "shared", schema=schema)
 for k in range(10):

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from earmem.agent import MemoryRecord, provenance_line
-from earmem.hygiene import HashingEncoder, StoreConfig
-from earmem.memory import MemoryStore
+from earmem.memory.agent import MemoryRecord, provenance_line
+from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = []  # (class, case id, outcome, function(tmp_path))
@@ -233,11 +233,11 @@ def _break(kind: str, folder: Path):
     elif kind == "garbage-json": (folder / "ear.json").write_text("{oops")
     elif kind == "foreign-json": (folder / "ear.json").write_text(json.dumps({"format": "someone-else"}))
     elif kind == "nan-weights":
-        from earmem.replay import EAR
+        from earmem.ear.replay import EAR
         ear = EAR.load(folder)
         import torch
         with torch.no_grad(): next(ear.adapter.parameters()).fill_(float("nan"))
-        from earmem.replay import _write_ear
+        from earmem.ear.replay import _write_ear
         _write_ear(ear, folder)
 
 
@@ -265,7 +265,7 @@ for _k in ("missing", "truncated", "adapter-truncated", "garbage-json", "foreign
 
 @case("learner faults", "a learner with NaN weights is refused by set_learner")
 def nan_set_learner(tmp_path):
-    from earmem.replay import EAR
+    from earmem.ear.replay import EAR
     import torch
     s = store(tmp_path); ear = EAR(32)
     with torch.no_grad(): next(ear.adapter.parameters()).fill_(float("inf"))
@@ -306,7 +306,7 @@ def replay_after_checkpoint(tmp_path):
 # ================================================================================================= storage faults
 @case("storage faults", "disk full: OSError(ENOSPC) naming the path; nothing committed; store still usable")
 def disk_full(tmp_path, monkeypatch=None):
-    from earmem.storage import SQLiteBackend
+    from earmem.memory.storage import SQLiteBackend
     s = store(tmp_path); n = len(s)
     orig = SQLiteBackend.insert
     def full(self, *a, **k): raise sqlite3.OperationalError("database or disk is full")
@@ -320,7 +320,7 @@ def disk_full(tmp_path, monkeypatch=None):
 
 @case("storage faults", "disk full while saving a learner checkpoint: error raised, old checkpoint still current")
 def disk_full_checkpoint(tmp_path):
-    from earmem.replay import EAR
+    from earmem.ear.replay import EAR
     s = store(tmp_path); h = s.search("Dana", k=2); s.feedback(h, cited=h.ids[:1]); v = s.stats()["learner"]
     orig = EAR.save
     def full(self, folder): raise OSError(errno.ENOSPC, "No space left on device")
@@ -335,7 +335,7 @@ def disk_full_checkpoint(tmp_path):
 
 @case("storage faults", "read-only database: PermissionError naming the path, not 'corrupted'")
 def readonly_database(tmp_path):
-    from earmem.storage import SQLiteBackend
+    from earmem.memory.storage import SQLiteBackend
     s = store(tmp_path)
     orig = SQLiteBackend.insert
     def ro(self, *a, **k): raise sqlite3.OperationalError("attempt to write a readonly database")
@@ -347,7 +347,7 @@ def readonly_database(tmp_path):
 
 @case("storage faults", "folder not writable: opens read-only with a warning, search works and writes nothing")
 def folder_not_writable(tmp_path):
-    import earmem.memory as M
+    import earmem.memory.store as M
     store(tmp_path).close()
     db = tmp_path / "s" / "memories.sqlite"; before = db.read_bytes()
     orig = M.folder_writable; M.folder_writable = lambda p: False
@@ -466,14 +466,14 @@ def test_at_least_80_cases():
 @pytest.mark.slow
 @pytest.mark.parametrize("op", ["add", "update", "retract", "feedback", "checkpoint"])
 def test_crash_loop(tmp_path, op):
-    from earmem.reliability import crash_trials
+    from earmem.memory.reliability import crash_trials
     out = crash_trials(op, trials=int(os.environ.get("EARMEM_CRASH_TRIALS", 8)), folder=tmp_path, progress=False)
     assert out["lost"] == 0 and out["check_failed"] == 0 and out["learner_mismatch"] == 0 and out["committed"] > 0, out
 
 
 @pytest.mark.slow
 def test_many_processes(tmp_path):
-    from earmem.reliability import concurrency_run
+    from earmem.memory.reliability import concurrency_run
     calls = int(os.environ.get("EARMEM_CONCURRENCY_CALLS", 30))
     out = concurrency_run(tmp_path, feeders=4, calls=calls, adders=2, quota=calls, kill_every=1.0, max_kills=max(4, calls // 3))
     assert out["failed_calls"] == 0 and out["workers_crashed"] == 0 and out["memories_lost"] == 0 and out["feedback_lost"] == 0, out

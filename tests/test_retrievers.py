@@ -92,7 +92,7 @@ LOCOMO = Path(os.environ.get("EARMEM_DATA", "")) / "locomo" / "locomo10.json"
     ("hybrid", {"with_date": True}, 51.3, 66.9),                # the 'tuned' preset's frozen retriever
 ])
 def test_frozen_retrievers_on_locomo(retriever, load, recall, ceiling):
-    from earmem.evaluation import prepare_locomo, run_method
+    from earmem.experiments.evaluation import prepare_locomo, run_method
     prep = prepare_locomo(core.Encoder(progress=False), K=20, retriever=retriever, progress=False, **load)
     r = run_method(prep, "retriever", k=5)["results"]["overall"]
     fct.test_eq(round(100 * r["recall@5"], 1), recall)

@@ -18,7 +18,7 @@ from .hygiene import DAY, KINDS, KIND_NAMES, STORES, StoreConfig, encoder_from_i
 from .updates import judge_change, plan_dedupe
 from .storage import (DB_NAME, MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, SQLiteBackend, backend_opener, check_namespace, close_at_exit,
                             create_store_folder, read_manifest, redact_url, url_scheme)
-from .vectors import item_row, one_blas_thread
+from .vectors import SearchFilter, item_row, one_blas_thread
 from .learning import Learning
 from .agent import AddResult, Hit, Hits, Injection, MemoryRecord
 
@@ -445,9 +445,11 @@ def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray
                       base, 1.0)
 
 @patch
-def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, filters: dict) -> tuple:
+def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
     "(rows, cosines, fused or None): the dense top-K, or with `retriever='hybrid'` and a text query, dense + lexical fused."
     c = self.config
+    if flt.metadata: raise ValueError("metadata: filters on metadata are not supported by this backend yet")
+    filters = dict(kinds=flt.kinds, entities=flt.entities, since=flt.since, until=flt.until, store=flt.store)
     if c.retriever == "hybrid" and text != "<embedding>":
         return self._backend.hybrid_candidates(q, text, K, c.lexical_weight, balanced, **filters)
     return (*self._backend.candidates(q, K, balanced, **filters), None)
@@ -492,6 +494,7 @@ def search(self: MemoryStore,
            entities=None,  # only memories naming any of these entities
            since=None, until=None,  # only memories formed in this time range
            store: str | None = None,  # only 'episodic' or 'semantic'
+           filters: SearchFilter | dict | None = None,  # the same narrowing as one object (kinds, entities, since, until, store, metadata)
            min_relevance: float | None = None,  # relevance floor; None = config.min_relevance
            touch: bool = True,  # refresh the returned memories' last-access time
            balanced: bool | None = None) -> Hits:  # K/2 candidates per store; None = config.balanced
@@ -499,12 +502,12 @@ def search(self: MemoryStore,
     self._check_open()
     k = check_positive_int(k, "k")
     floor = self.config.min_relevance if min_relevance is None else check_number(min_relevance, "min_relevance", -1, 1)
+    flt, _ = SearchFilter.from_args(dict(filter=filters, kinds=kinds, entities=entities, since=since, until=until, store=store))
     text, q = self._query_vector(query)
     c = self.config
     with self._lock:
         self._maybe_refresh()
-        rows, cosines, fused = self._retrieve(text, q, max(c.candidates, k), c.balanced if balanced is None else balanced,
-                                              dict(kinds=kinds, entities=entities, since=since, until=until, store=store))
+        rows, cosines, fused = self._retrieve(text, q, max(c.candidates, k), c.balanced if balanced is None else balanced, flt)
         ix = self._backend.index  # the rows are rows of this index (on PostgreSQL: the window of the candidates)
         if len(rows) == 0: return Hits([], text, store_token=self._token)
         cands, now = self._candidate_set(text, q, rows, cosines, fused), self.clock()

@@ -6,15 +6,17 @@
 from __future__ import annotations
 import json, sys
 from contextlib import contextmanager
+from dataclasses import dataclass, fields
 from typing import Callable
 import numpy as np
 from fastcore.basics import patch
 from ..core import lexical_tokens, zscore
-from .hygiene import KIND_CODES, STORES, check_entities, check_kind, to_epoch
+from .hygiene import KIND_CODES, MAX_DEPTH, MAX_METADATA_CHARS, STORES, check_entities, check_kind, iso, json_depth, to_epoch
 
 # %% auto #0
-__all__ = ['COLUMNS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'LEXICAL_BUDGET', 'item_row', 'one_blas_thread', 'top_rows', 'top_refined',
-           'store_quota', 'lexical_words', 'fuse_scores', 'fused_top', 'within_budget']
+__all__ = ['COLUMNS', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'LEXICAL_BUDGET', 'item_row', 'one_blas_thread',
+           'SearchFilter', 'check_metadata_filter', 'top_rows', 'top_refined', 'store_quota', 'lexical_words',
+           'fuse_scores', 'fused_top', 'within_budget']
 
 # %% ../../nbs/memory/19_vectors.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
@@ -147,6 +149,77 @@ def remove(self: _Index, mid: str):
     self._index_entities(p, add=False)
     self.active[p] = False; self.E[p] = 0; self.ids[p] = None; self.texts[p] = None; self.entities[p] = ()
     if self._bf16 is not None: self._dirty.add(p)
+
+# %% ../../nbs/memory/19_vectors.ipynb #dc071ef6
+FILTER_FIELDS = ("kinds", "entities", "since", "until", "store", "metadata")
+
+@dataclass(frozen=True)
+class SearchFilter:
+    "Which memories a search may return (every field None = no narrowing); validated and normalised when made."
+    kinds: tuple | None = None     # only these kinds (names of `KINDS`)
+    entities: tuple | None = None  # only memories naming any of these entities (case-insensitive)
+    since: float | None = None     # formed at or after (Unix seconds; ISO text, datetime or a LoCoMo date accepted)
+    until: float | None = None     # formed at or before
+    store: str | None = None       # only 'episodic' or 'semantic'
+    metadata: dict | None = None   # only memories whose metadata holds every one of these key: value pairs
+
+    def __post_init__(self):
+        put = lambda k, v: object.__setattr__(self, k, v)
+        if self.kinds is not None:
+            kinds = [self.kinds] if isinstance(self.kinds, str) else list(self.kinds)
+            put("kinds", tuple(dict.fromkeys(check_kind(k, "kinds") for k in kinds)))
+        if self.entities is not None: put("entities", check_entities(self.entities, "entities"))
+        for k in ("since", "until"):
+            if getattr(self, k) is not None: put(k, to_epoch(getattr(self, k), k))
+        if self.store is not None and self.store not in STORES:
+            raise ValueError(f"store: expected one of {STORES}, got {self.store!r}")
+        if self.metadata is not None: put("metadata", check_metadata_filter(self.metadata))
+
+# %% ../../nbs/memory/19_vectors.ipynb #d0a4870e
+def check_metadata_filter(metadata, name: str = "metadata") -> dict:
+    "A metadata filter as a dict of string keys to JSON scalars; ValueError/TypeError naming `name` otherwise."
+    if not isinstance(metadata, dict): raise TypeError(f"{name}: expected a dict of key: value pairs, got {type(metadata).__name__}")
+    if len(json.dumps(metadata, default=str)) > MAX_METADATA_CHARS: raise ValueError(f"{name}: more than {MAX_METADATA_CHARS} characters")
+    for k, v in metadata.items():
+        if not isinstance(k, str) or not k: raise TypeError(f"{name}: keys must be non-empty strings, got {k!r}")
+        if v is not None and not isinstance(v, (str, int, float, bool)):
+            raise TypeError(f"{name}[{k!r}]: expected a string, number, bool or null, got {type(v).__name__}")
+        if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")): raise ValueError(f"{name}[{k!r}]: expected a finite number, got {v!r}")
+    return dict(metadata)
+
+# %% ../../nbs/memory/19_vectors.ipynb #1673277f
+@patch(cls_method=True)
+def from_args(cls: SearchFilter, args: dict) -> tuple:
+    "(the filter made from `args`' filter fields, the remaining arguments); a `filter` key may hold a dict or a SearchFilter."
+    args = dict(args)
+    given = args.pop("filter", None)
+    base = given if isinstance(given, SearchFilter) else cls(**(given or {})) if isinstance(given, dict) or given is None else None
+    if base is None: raise TypeError(f"filter: expected a SearchFilter or a dict, got {type(given).__name__}")
+    loose = {k: args.pop(k) for k in FILTER_FIELDS if k in args and args[k] is not None}
+    for k in FILTER_FIELDS: args.pop(k, None)
+    clash = [k for k in loose if getattr(base, k) is not None]
+    if clash: raise ValueError(f"{', '.join(clash)}: given both in filter and as an argument")
+    return (cls(**{**{k: getattr(base, k) for k in FILTER_FIELDS}, **loose}) if loose else base), args
+
+@patch
+def to_dict(self: SearchFilter) -> dict:
+    "The fields that narrow, as JSON-ready values (times as ISO-8601 UTC text)."
+    out = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+    for k in ("since", "until"):
+        if k in out: out[k] = iso(out[k])
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+# %% ../../nbs/memory/19_vectors.ipynb #7601244e
+@patch(cls_method=True)
+def json_schema(cls: SearchFilter) -> dict:
+    "JSON Schema `properties` of the filter fields, for tool specs and API schemas."
+    strings = {"type": "array", "items": {"type": "string"}}
+    return {"kinds": {**strings, "description": "only these memory kinds"},
+            "entities": {**strings, "description": "only memories naming any of these entities"},
+            "since": {"type": "string", "description": "only memories formed at or after this ISO-8601 time"},
+            "until": {"type": "string", "description": "only memories formed at or before this ISO-8601 time"},
+            "store": {"type": "string", "enum": list(STORES), "description": "only the episodic or the semantic store"},
+            "metadata": {"type": "object", "description": "only memories whose metadata has all these key: value pairs"}}
 
 # %% ../../nbs/memory/19_vectors.ipynb #22bb4f4e
 @patch

@@ -1,5 +1,5 @@
 "The docs checker (tools/check_docs.py) finds missing pages and broken links in any folder, without a browser."
-import importlib.util, json, subprocess, sys
+import importlib.util, json, re, subprocess, sys
 from pathlib import Path
 import pytest
 
@@ -89,3 +89,97 @@ def test_slugs_follow_pandoc():
     assert slugify('Slate probabilities (Plackett–Luce)') == 'slate-probabilities-plackettluce'
     assert slugify('3.1 The setting') == 'the-setting'
     assert slugify('§') == 'section'
+
+# ---------------------------------------------------------------------------------------------------- wing folders
+WING_PAGE = """<!DOCTYPE html><html><head><link rel="stylesheet" href="{up}site.css"></head><body>
+<nav class="sidebar"><ol><li><a href="{up}index.html">earmem</a></li>
+<li class="wing-group"><span class="wing">Core</span><ol><li><a href="{up}core/core.html">core</a></li></ol></li>
+<li class="wing-group"><span class="wing">EAR</span><ol><li><a href="{up}ear/adapter.html">adapter</a></li></ol></li>
+</ol></nav><main><h1 class="title">{title}</h1>{body}</main></body></html>"""
+
+@pytest.fixture
+def wings(tmp_path):
+    "nbs/ with the index on top and chapters in wing folders; _docs/ with a page per notebook at nbdev's nested path"
+    nbs, docs = tmp_path/'nbs', tmp_path/'_docs'
+    for d in (nbs/'core', nbs/'ear', nbs/'_drafts', nbs/'ear'/'.ipynb_checkpoints', docs/'core', docs/'ear'):
+        d.mkdir(parents=True)
+    _nb(nbs/'index.ipynb', 'print(1)')
+    _nb(nbs/'core'/'00_core.ipynb', '#| default_exp core', '#| export\ndef top_k(queries, k:int): pass')
+    _nb(nbs/'ear'/'02_adapter.ipynb', '#| default_exp ear.adapter')
+    for skipped in (nbs/'_drafts'/'05_x.ipynb', nbs/'ear'/'_scratch.ipynb', nbs/'ear'/'.ipynb_checkpoints'/'02_adapter-checkpoint.ipynb'):
+        _nb(skipped, 'print(2)')
+    (docs/'site.css').write_text('body{color:#000}')
+    (docs/'index.html').write_text(WING_PAGE.format(up='', title='earmem', body='<a href="ear/adapter.html">a</a>'))
+    (docs/'core'/'core.html').write_text(WING_PAGE.format(up='../', title='core', body=SHOWDOC))
+    (docs/'ear'/'adapter.html').write_text(WING_PAGE.format(up='../', title='adapter', body=(
+        SHOWDOC + '<a href="../core/core.html#top_k">top_k</a> <img src="../_math/eq.svg">')))
+    (docs/'_math').mkdir(); (docs/'_math'/'eq.svg').write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    return docs, nbs
+
+def test_notebooks_are_found_in_the_wing_folders_in_reading_order(wings, tmp_path):
+    docs, nbs = wings
+    _nb(nbs/'ear'/'10a_extra.ipynb', 'print(3)'); _nb(nbs/'core'/'10_more.ipynb', 'print(3)')
+    _nb(nbs/'ear'/'index.ipynb', 'print(3)')                      # a wing's own index is not the site's index
+    rel = [check_docs.rel_nb(p, nbs) for p in check_docs.notebooks(nbs)]
+    assert rel == ['index.ipynb', 'core/00_core.ipynb', 'ear/02_adapter.ipynb', 'core/10_more.ipynb',
+                   'ear/10a_extra.ipynb', 'ear/index.ipynb']       # by number across the folders; `_`/`.` skipped
+    assert [check_docs.wing_of(p, nbs) for p in check_docs.notebooks(nbs)] == ['', 'core', 'ear', 'core', 'ear', 'ear']
+
+def test_nested_page_names_follow_nbdev():
+    from nbdev.doclinks import _nbpath2html
+    for n in ['ear/02_adapter.ipynb', 'memory/27_api.ipynb', 'cli/34_compat.ipynb', 'core/10a_Extra_Stuff.ipynb']:
+        assert check_docs.page_name(n) == _nbpath2html(Path(n)).as_posix()
+    assert check_docs.page_name('ear/02_adapter.ipynb') == 'ear/adapter.html'
+    assert check_docs.page_name(Path('index.ipynb')) == 'index.html'
+
+def test_wing_titles():
+    assert [check_docs.wing_title(w) for w in ['core', 'ear', 'earm', 'experiments', 'memory', 'serve', 'cli']] == \
+        ['Core', 'EAR', 'EARM', 'Experiments', 'Memory', 'Serve', 'CLI']
+
+def test_a_correct_site_with_wings_passes(wings):
+    docs, nbs = wings
+    assert check_docs.check_site(docs, nbs) == []
+
+def test_wing_pages_need_relative_links_and_their_page(wings):
+    docs, nbs = wings
+    page = docs/'ear'/'adapter.html'
+    page.write_text(page.read_text().replace('../site.css', 'site.css').replace('../core/core.html', 'core/core.html'))
+    (docs/'core'/'core.html').unlink()
+    text = '\n'.join(check_docs.check_site(docs, nbs))
+    assert 'missing page: core/core.html (for nbs/core/00_core.ipynb)' in text
+    assert 'ear/adapter.html:1: <link href="site.css">: ear/site.css does not exist' in text
+    assert 'ear/core/core.html does not exist' in text
+
+def test_the_sidebar_must_show_the_wings(wings):
+    docs, nbs = wings
+    idx = docs/'index.html'
+    idx.write_text(idx.read_text().replace('<span class="wing">EAR</span>', ''))
+    text = '\n'.join(check_docs.check_site(docs, nbs))
+    assert "the sidebar headings are ['Core'], not the wings ['Core', 'EAR']" in text
+
+def test_build_links_are_relative_to_the_page():
+    b = _load('build_docs')
+    assert b._rel('ear/adapter.html', 'site.css') == '../site.css'
+    assert b._rel('ear/adapter.html', 'ear/explorer.html') == 'explorer.html'
+    assert b._rel('index.html', 'core/core.html') == 'core/core.html'
+    site, ids, repairs = 'https://earmem.github.io/earmem/', {'core/core.html': {'memorybank'}}, []
+    nb_pages = {'core/00_core.ipynb': 'core/core.html', 'ear/03_explorer.ipynb': 'ear/explorer.html'}
+    body = (f'<a href="{site}core/core.html#memorybank">a</a> <a href="{site}core/core.html#memorybank.candidates">b</a> '
+            '<a href="03_explorer.ipynb#x">c</a> <a href="../core/00_core.ipynb">d</a> <a href="#here">e</a> '
+            '<a href="https://github.com/earmem/earmem">f</a>')
+    out = b._fix_links(body, site, nb_pages, ids, repairs, 'ear/adapter.html')
+    assert re.findall(r'href="([^"]*)"', out) == ['../core/core.html#memorybank', '../core/core.html#memorybank',
+                                                  'explorer.html#x', '../core/core.html', '#here',
+                                                  'https://github.com/earmem/earmem']
+    assert repairs == ['ear/adapter.html: core/core.html#memorybank.candidates -> core/core.html#memorybank']
+
+def test_build_sidebar_groups_chapters_under_their_wing():
+    b = _load('build_docs')
+    pages = [dict(file=f, wing=w, num=n, title=t, description='') for f, w, n, t in [
+        ('index.html', '', '', 'earmem'), ('core/core.html', 'core', '00', 'core'), ('core/toys.html', 'core', '01', 'toys'),
+        ('ear/adapter.html', 'ear', '02', 'adapter'), ('cli/cli.html', 'cli', '33', 'cli')]]
+    side = b._sidebar(pages[3], pages)
+    p = check_docs.Page(f'<nav class="sidebar"><ol>{side}</ol></nav>')
+    assert p.wings == ['Core', 'EAR', 'CLI']
+    assert p.sidebar == ['../index.html', '../core/core.html', '../core/toys.html', 'adapter.html', '../cli/cli.html']
+    assert '<a href="adapter.html" class=active' in side and '<span class="num">02</span>adapter' in side

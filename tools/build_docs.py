@@ -3,15 +3,18 @@
 Where quarto is installed, `nbdev_docs` builds the site from the same notebooks and `_quarto.yml`. This script is
 the offline equivalent that CI runs (`.ci/docs`):
 
-1. copy `nbs/` to `_exec/run/` and execute every top-level notebook there with execnb, one fresh process per
+1. copy `nbs/` to `_exec/run/` and execute every notebook there (those of the wing folders `nbs/core`, `nbs/ear`, ...
+   too; nbdev's selection rules) with execnb, in the notebook's own folder as `nbdev_test` does, one fresh process per
    notebook (2 in parallel, forked from a server that imported torch & co once), skipping the cells `nbdev_test` skips (`tst_flags` from settings.ini, i.e.
    `#| slow`/`#| notest`, and `#| eval: false`). Skipped cells keep the outputs stored in the notebook. A failing
    cell fails the build and names the notebook, the cell and the traceback;
 2. apply nbdev's own docs processors to each executed notebook (`nbdev.processors.FilterDefaults`, what
    `nbdev.serve.proc_nbs` runs: title/description frontmatter, automatic `show_doc` for exported names, removal of
    exported and `#| hide` cells, backtick links to the API);
-3. render one HTML page per notebook with nbconvert into `_docs/`, in reading order (index first, then by numeric
-   prefix), with a sidebar, an "on this page" table of contents and previous/next links. Code is highlighted by
+3. render one HTML page per notebook with nbconvert into `_docs/`, at nbdev's page path (`nbs/ear/02_adapter.ipynb`
+   -> `_docs/ear/adapter.html`, where the symbol links of `_modidx.py` point), in reading order (index first, then by
+   numeric prefix across the wings), with a sidebar grouping the chapters under their wing, an "on this page" table
+   of contents and previous/next links. Every link between pages and to `site.css`/`_math/` is relative. Code is highlighted by
    pygments, PNG figures stay embedded, equations are drawn as SVG by matplotlib's mathtext (TeX source kept as the
    image's alt text; an equation mathtext cannot parse is shown as TeX source). No file is fetched from the network.
 
@@ -19,7 +22,7 @@ Options: `--no-exec` renders the outputs stored in the notebooks instead of exec
 prose); `--workers N`; `--keep` keeps `_exec/` for inspection. Check the result with `python tools/check_docs.py`.
 Never call `nbdev_proc_nbs`/`nbdev_docs`/`nbdev_preview` without quarto: they try to install it with sudo."""
 from __future__ import annotations
-import argparse, ast, hashlib, html, json, multiprocessing, os, re, shutil, sys, time, traceback, warnings
+import argparse, ast, hashlib, html, itertools, json, multiprocessing, os, posixpath, re, shutil, sys, time, traceback, warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -32,11 +35,12 @@ SLOW_NOTEBOOK_SECONDS = 60   # a notebook slower than this is reported: CI wants
 
 # ---------------------------------------------------------------------------------------------------- notebooks
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_docs import notebooks as notebook_order, page_name   # one definition of pages and their order
+from check_docs import notebooks as notebook_order, page_name, rel_nb, wing_of, wing_title   # one definition of
+# the pages, their order and their wings
 
 
 # ---------------------------------------------------------------------------------------------------- lint
-def docs_lint(path: Path, flags: set) -> tuple[list[str], list[str]]:
+def docs_lint(path: Path, flags: set, name: str = '') -> tuple[list[str], list[str]]:
     """Cells nbdev's docs processors would execute although they are not exported: (errors, warnings).
 
     To render `show_doc`, nbdev (`exec_show_docs`, also under `nbdev_docs` with quarto) runs, in a fresh kernel,
@@ -55,7 +59,7 @@ def docs_lint(path: Path, flags: set) -> tuple[list[str], list[str]]:
         if not trees or not _ast_contains(trees, (ast.Import, ast.ImportFrom)): continue
         if not _ast_contains(trees, (ast.Expr, ast.Assign)): continue
         first = next((l for l in cell.source.splitlines() if l.strip()), '')
-        where = f"nbs/{path.name} cell #{i} (0-based; {first.strip()[:60]!r})"
+        where = f"nbs/{name or path.name} cell #{i} (0-based; {first.strip()[:60]!r})"
         flagged = sorted(flags & d.keys())
         if flagged: errors.append(f"{where} is `#| {' '.join(flagged)}` but imports: nbdev's docs processors would "
                                   "still run it (nbdev_docs too). Move its imports into a cell of their own.")
@@ -69,8 +73,9 @@ def _collapse_cr(text: str) -> str:
     "Show a stream like a terminal does: of the segments a carriage return separates, keep the last (tqdm bars)"
     return '\n'.join(line.rstrip('\r').split('\r')[-1] for line in text.split('\n'))
 
-def _process_notebook(src: str, run_dir: str, proc_dir: str, execute: bool, process: bool = True) -> dict:
-    "Worker (fresh process): execute one notebook copy in `run_dir`, apply nbdev's docs processors, save to `proc_dir`"
+def _process_notebook(name: str, run_dir: str, proc_dir: str, execute: bool, process: bool = True) -> dict:
+    """Worker (fresh process): execute the copy `run_dir/name` of one notebook (`name` relative to `nbs/`, e.g.
+    `ear/02_adapter.ipynb`) in its own folder, apply nbdev's docs processors, save it to `proc_dir/name`"""
     os.environ.update(OFFLINE_ENV)
     os.environ['IN_TEST'] = '1'                     # as nbdev_test and nbdev's docs processors do
     import copy
@@ -79,9 +84,10 @@ def _process_notebook(src: str, run_dir: str, proc_dir: str, execute: bool, proc
     from nbdev.config import get_config
     from nbdev.process import extract_directives
     from nbdev.processors import FilterDefaults
-    name, run_dir = Path(src).name, Path(run_dir)
+    run_dir = Path(run_dir)
     res = dict(name=name, ok=True, exec_s=0.0, proc_s=0.0, skipped=0, error='')
     path = run_dir/name
+    os.chdir(path.parent)      # relative paths (`data/...`) are relative to the notebook's folder, as in nbdev_test
     nb = read_nb(path)
     if execute:
         flags = set(get_config().tst_flags.split())
@@ -96,7 +102,6 @@ def _process_notebook(src: str, run_dir: str, proc_dir: str, execute: bool, proc
             state.update(idx=cell.idx_, src=cell.source)
             return False
         sys.path.insert(0, str(ROOT))
-        os.chdir(run_dir)
         shell = CaptureShell(path)
         t0 = time.time()
         try: shell.run_all(nb, exc_stop=True, preproc=_skip)
@@ -125,6 +130,7 @@ def _process_notebook(src: str, run_dir: str, proc_dir: str, execute: bool, proc
             "cells and every cell that contains an import in a fresh kernel; a cell that mixes imports with code "
             "using earlier variables fails there. Move the imports into a cell of their own."))
         return res
+    (Path(proc_dir)/name).parent.mkdir(parents=True, exist_ok=True)
     write_nb(nb, Path(proc_dir)/name)
     exporter = _exporter(MathRenderer(Path(proc_dir)/'_math'))   # draw the equations here, in parallel
     for cell in nb.cells:
@@ -132,9 +138,11 @@ def _process_notebook(src: str, run_dir: str, proc_dir: str, execute: bool, proc
     res['proc_s'] = time.time() - t0
     return res
 
-def run_notebooks(order: list[Path], run_dir: Path, proc_dir: Path, execute=True, workers=2, lint=None) -> list[dict]:
-    """Execute and process `order` in `workers` processes (one fresh process per notebook); returns the results.
-    A notebook with errors in `lint` ({name: [error]}) is only executed (to report its other errors too): failed."""
+def run_notebooks(order: list[Path], nbs: Path, run_dir: Path, proc_dir: Path, execute=True, workers=2,
+                  lint=None) -> list[dict]:
+    """Execute and process `order` (notebooks of `nbs`) in `workers` processes (one fresh process per notebook);
+    returns the results, named by the notebooks' paths relative to `nbs`. A notebook with errors in `lint`
+    ({name: [error]}) is only executed (to report its other errors too): failed."""
     lint = lint or {}
     if not order: return []
     workers = max(1, min(workers, len(order)))
@@ -146,18 +154,18 @@ def run_notebooks(order: list[Path], run_dir: Path, proc_dir: Path, execute=True
     results = []
     fresh = {'max_tasks_per_child': 1} if sys.version_info >= (3, 11) else {}   # 3.10: workers are reused
     with ProcessPoolExecutor(workers, mp_context=ctx, **fresh) as ex:
-        futs = {ex.submit(_process_notebook, str(p), str(run_dir), str(proc_dir), execute, p.name not in lint): p
-                for p in jobs}
+        futs = {ex.submit(_process_notebook, rel_nb(p, nbs), str(run_dir), str(proc_dir), execute,
+                          rel_nb(p, nbs) not in lint): p for p in jobs}
         for f in as_completed(futs):
             try: r = f.result()
             except BaseException as e:     # the worker process itself died
-                r = dict(name=futs[f].name, ok=False, exec_s=0.0, proc_s=0.0, skipped=0,
+                r = dict(name=rel_nb(futs[f], nbs), ok=False, exec_s=0.0, proc_s=0.0, skipped=0,
                          error=f'worker crashed: {type(e).__name__}: {e}')
             if r['name'] in lint:
                 r['error'] = '\n'.join(lint[r['name']] + ([r['error']] if r['error'] else []))
                 r['ok'] = False
             status = 'ok  ' if r['ok'] else 'FAIL'
-            print(f"  {status} {r['name']:<24} executed in {r['exec_s']:5.1f}s ({r['skipped']} cells skipped), "
+            print(f"  {status} {r['name']:<34} executed in {r['exec_s']:5.1f}s ({r['skipped']} cells skipped), "
                   f"processed in {r['proc_s']:4.1f}s", flush=True)
             results.append(r)
     return results
@@ -180,7 +188,7 @@ class MathRenderer:
     `out/_math/` when a page uses them; a formula mathtext cannot parse is recorded in `failed` (shown as TeX)."""
     def __init__(self, cache: Path, out: Path | None = None, size=12.0, color='#212529'):
         self.cache, self.out, self.size, self.color = Path(cache), out and Path(out)/'_math', size, color
-        self.memo, self.failed = {}, []
+        self.memo, self.failed, self.prefix = {}, [], ''   # prefix: from the page being rendered to the site root
     def _draw(self, s: str):
         "SVG text and (width, height, depth) in pt of the formula `s` (without dollars)"
         import matplotlib
@@ -227,6 +235,7 @@ class MathRenderer:
         self.memo[tex] = res
         return res
     def html(self, tex: str, display: bool) -> str:
+        "An <img> of the drawing (its src relative to the page: `prefix`), or the TeX source when mathtext fails"
         r, alt = self(tex), html.escape(tex.strip(), quote=True)
         if r is None:
             src = html.escape(tex.strip())
@@ -234,7 +243,7 @@ class MathRenderer:
                     else f'<code class="math tex">${src}$</code>')
         src, w, h, d = r
         if display: w, h, d = (1.25*x for x in (w, h, d))   # display equations a little larger, as in TeX
-        img = (f'<img class="math" src="{src}" alt="{alt}" title="{alt}" '
+        img = (f'<img class="math" src="{self.prefix}{src}" alt="{alt}" title="{alt}" '
                f'style="width:{w:.3f}em;height:{h:.3f}em;vertical-align:{-d:.3f}em">')
         return f'<div class="math display">{img}</div>' if display else img
 
@@ -282,10 +291,11 @@ def _exporter(math: MathRenderer):
 
     class Exporter(HTMLExporter):
         ids: set = set()
+        nb_dir: Path = ROOT/'nbs'      # the folder of the notebook being rendered (relative image paths)
         def markdown2html(self, context, source):
             cell = context.get('cell', {})
             r = Renderer(self.ids, escape=False, attachments=cell.get('attachments', {}), embed_images=True,
-                         path=str(ROOT/'nbs'))
+                         path=str(self.nb_dir))
             return MarkdownWithMath(renderer=r).render(source)
         def from_notebook_node(self, nb, resources=None, **kw):
             self.ids = set()
@@ -361,6 +371,9 @@ nav.sidebar a{display:block;padding:.3rem .6rem;border-radius:4px;color:#343a40}
 nav.sidebar a:hover{background:#e9ecef;text-decoration:none}
 nav.sidebar a.active{background:#e7f1fc;color:var(--accent);font-weight:600}
 nav.sidebar .num{display:inline-block;min-width:1.8em;color:var(--muted);font-variant-numeric:tabular-nums}
+nav.sidebar .wing{display:block;margin:1rem 0 .2rem;padding:.1rem .6rem;font-size:.78rem;font-weight:700;
+ letter-spacing:.04em;color:var(--muted);border-bottom:1px solid var(--line)}
+nav.sidebar li.wing-group:first-child .wing{margin-top:.2rem}
 aside.toc{position:fixed;top:52px;right:0;width:215px;bottom:0;padding:1.5rem 1rem;overflow-y:auto;font-size:.85rem}
 aside.toc h2{font-size:.8rem;text-transform:uppercase;letter-spacing:.05em;color:var(--muted);margin:0 0 .5rem}
 aside.toc ul{list-style:none;margin:0;padding:0;border-left:1px solid var(--line)}
@@ -407,27 +420,44 @@ footer{margin-top:2rem;color:var(--muted);font-size:.8rem}
 @media (max-width:700px){nav.sidebar{position:static;width:auto;margin-top:52px} main{margin:0}}
 """
 
+def _rel(page: str, target: str) -> str:
+    "The link from the page `page` to the site file `target` (both relative to the site root): `../site.css`"
+    return posixpath.relpath(target, posixpath.dirname(page) or '.')
+
+def _sidebar(page, pages) -> str:
+    """The chapters in reading order, those of a wing folder under the wing's heading (`nbs/ear/` -> EAR), with
+    their numbers; links relative to `page`"""
+    e = html.escape
+    def item(p):
+        return (f'<li><a href="{_rel(page["file"], p["file"])}"{" class=active" if p is page else ""} '
+                f'title="{e(p["description"], quote=True)}"><span class="num">{e(p["num"])}</span>{e(p["title"])}</a></li>')
+    out = []
+    for wing, group in itertools.groupby(pages, key=lambda p: p['wing']):
+        items = '\n'.join(map(item, group))
+        out.append(f'<li class="wing-group"><span class="wing">{e(wing_title(wing))}</span><ol>\n{items}\n</ol></li>'
+                   if wing else items)
+    return '\n'.join(out)
+
 def _page_html(cfg, page, pages, body, toc) -> str:
     e = html.escape
     i = pages.index(page)
-    side = '\n'.join(
-        f'<li><a href="{p["file"]}"{" class=active" if p is page else ""} title="{e(p["description"], quote=True)}">'
-        f'<span class="num">{e(p["num"])}</span>{e(p["title"])}</a></li>' for p in pages)
+    up = lambda f: _rel(page['file'], f)
+    side = _sidebar(page, pages)
     toc_html = ''.join(f'<li class="l{lvl}"><a href="#{a}">{t}</a></li>' for lvl, a, t in toc)
     toc_html = f'<aside class="toc"><h2>On this page</h2><ul>{toc_html}</ul></aside>' if toc else ''
     prev = pages[i-1] if i > 0 else None
     nxt = pages[i+1] if i+1 < len(pages) else None
     pager = '<nav class="pager">' + (
-        f'<a class="prev" href="{prev["file"]}"><small>← Previous</small>{e(prev["title"])}</a>' if prev else '') + (
-        f'<a class="next" href="{nxt["file"]}"><small>Next →</small>{e(nxt["title"])}</a>' if nxt else '') + '</nav>'
+        f'<a class="prev" href="{up(prev["file"])}"><small>← Previous</small>{e(prev["title"])}</a>' if prev else '') + (
+        f'<a class="next" href="{up(nxt["file"])}"><small>Next →</small>{e(nxt["title"])}</a>' if nxt else '') + '</nav>'
     desc = f'<p class="description">{page["description_html"]}</p>' if page['description'] else ''
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{e(page['title'])} – {e(cfg.title)}</title>
 <meta name="description" content="{e(page['description'], quote=True)}">
-<link rel="stylesheet" href="site.css"></head>
+<link rel="stylesheet" href="{up('site.css')}"></head>
 <body>
-<header class="top"><a class="brand" href="index.html">{e(cfg.title)}</a><span>{e(cfg.description)}</span></header>
+<header class="top"><a class="brand" href="{up('index.html')}">{e(cfg.title)}</a><span>{e(cfg.description)}</span></header>
 <nav class="sidebar" aria-label="chapters"><ol>
 {side}
 </ol></nav>
@@ -443,31 +473,38 @@ def _page_html(cfg, page, pages, body, toc) -> str:
 """
 
 def _fix_links(body: str, site: str, nb_pages: dict, ids: dict, repairs: list, page: str) -> str:
-    """Make the site's absolute doc links relative, point links to notebooks at their pages, and re-point nbdev's
+    """Make the site's absolute doc links relative to `page` (a page path like `ear/adapter.html`), point links to
+    notebooks (relative to the page's notebook, as an author writes them) at their pages, and re-point nbdev's
     backtick links whose anchor no page defines (a method without its own `show_doc`) to the nearest anchor."""
+    here = posixpath.dirname(page)
     def fix(m):
         url = m.group(1)
         auto = bool(site) and url.startswith(site)   # written by nbdev's `add_links`, not by an author
         if auto: url = url[len(site):] or 'index.html'
         path, sep, frag = url.partition('#')
-        if path in nb_pages: path = nb_pages[path]
+        if re.match(r'^[a-z][a-z0-9+.-]*:|^/', path, re.I) or not path: return f'href="{url}"'
+        target = path if auto else posixpath.normpath(posixpath.join(here, path))   # relative to the site root
+        if target in nb_pages: target = nb_pages[target]
+        elif not auto: return f'href="{url}"'      # an author's relative link to a page or file: kept as written
+        path = target
         if auto and frag and path in ids and frag not in ids[path]:
             ends = [i for i in ids[path] if i.endswith('.' + frag)]
             new = frag.rsplit('.', 1)[0] if '.' in frag and frag.rsplit('.', 1)[0] in ids[path] else (
                   ends[0] if len(ends) == 1 else '')
             repairs.append(f'{page}: {path}#{frag} -> {path}{"#" + new if new else ""}')
             frag, sep = new, '#' if new else ''
-        return f'href="{path}{sep}{frag}"'
+        return f'href="{_rel(page, path)}{sep}{frag}"'
     return re.sub(r'href="([^"]*)"', fix, body)
 
-def _copy_local_assets(body: str, nbs: Path, out: Path):
-    "Copy files the notebooks' markdown refers to by a relative path (`![](figs/x.png)`) next to the pages"
+def _copy_local_assets(body: str, nb_dir: Path, page_dir: Path):
+    """Copy files a notebook's markdown refers to by a path relative to the notebook (`![](figs/x.png)`) to the same
+    place relative to its page"""
     for url in re.findall(r'(?:src|href)="([^"#?]+)', body):
         if re.match(r'^[a-z][a-z0-9+.-]*:|^/|^//', url, re.I) or url.endswith('.html'): continue
-        src = nbs/url
-        if src.is_file() and not (out/url).exists():
-            (out/url).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, out/url)
+        src, dst = nb_dir/url, page_dir/url
+        if src.is_file() and not dst.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
 
 def render(cfg, order: list[Path], proc_dir: Path, out: Path) -> list[dict]:
     "Render the processed notebooks to `out`: one page per notebook, shared `site.css`"
@@ -477,14 +514,18 @@ def render(cfg, order: list[Path], proc_dir: Path, out: Path) -> list[dict]:
     exporter = _exporter(math)
     pages = []
     for src in order:
-        nb, fm = prepare(nbformat.read(proc_dir/src.name, as_version=4))
+        rel = rel_nb(src, cfg.nbs_path)
+        nb, fm = prepare(nbformat.read(proc_dir/rel, as_version=4))
         m = re.match(r'^(\d+)[a-zA-Z0-9]*_', src.name)
-        pages.append(dict(nb=src.name, file=fm.get('output-file') or page_name(src.name), notebook=nb,
+        file = posixpath.join(posixpath.dirname(rel), fm['output-file']) if fm.get('output-file') else page_name(rel)
+        pages.append(dict(nb=rel, file=file, notebook=nb, wing=wing_of(src, cfg.nbs_path), nb_dir=src.parent,
                           title=str(fm.get('title', src.stem)), description=str(fm.get('description', '')),
                           num=m.group(1) if m else ''))
     nb_pages = {p['nb']: p['file'] for p in pages}
     site = f"{cfg.doc_host}{cfg.doc_baseurl.rstrip('/')}/"
     for p in pages:
+        math.prefix = _rel(p['file'], '.') + '/' if '/' in p['file'] else ''   # `../` from a page in a wing
+        exporter.nb_dir = p['nb_dir']
         p['body'] = exporter.from_notebook_node(p['notebook'])[0]
         p['description_html'] = re.sub(r'^\s*<p>|</p>\s*$', '', exporter.markdown2html({}, p['description']))
     ids = {p['file']: set(re.findall(r'\sid="([^"]+)"', p['body'])) for p in pages}
@@ -494,7 +535,8 @@ def render(cfg, order: list[Path], proc_dir: Path, out: Path) -> list[dict]:
         p['description_html'] = _fix_links(p['description_html'], site, nb_pages, ids, repairs, p['file'])
         toc = [(int(lvl), a, re.sub(r'<a class="anchor-link".*?</a>|<(?!img)[^>]+>', '', t))
                for lvl, a, t in re.findall(r'<h([23]) id="([^"]+)">(.*?)</h\1>', body, flags=re.S)]
-        _copy_local_assets(body, cfg.nbs_path, out)
+        _copy_local_assets(body, p['nb_dir'], (out/p['file']).parent)
+        (out/p['file']).parent.mkdir(parents=True, exist_ok=True)
         (out/p['file']).write_text(_page_html(cfg, p, pages, body, toc), encoding='utf-8')
     if repairs:
         repairs = sorted(set(repairs))
@@ -519,10 +561,8 @@ def build(execute=True, workers=2, keep=False) -> int:
     root, nbs, out = cfg.config_path, cfg.nbs_path, cfg.config_path/cfg.doc_path.name
     order = notebook_order(nbs)
     if not order: print(f'FAIL: no notebooks in {nbs}'); return 1
-    if any(p.is_dir() and not p.name.startswith(('_', '.')) and any(p.rglob('*.ipynb')) for p in nbs.iterdir()):
-        print('NB: notebooks in sub-folders of nbs/ are not part of the offline site (only quarto renders them)')
     print(f"{'Executing and processing' if execute else 'Processing (no execution)'} {len(order)} notebooks "
-          f"with {workers} workers: {', '.join(p.name for p in order)}", flush=True)
+          f"with {workers} workers: {', '.join(rel_nb(p, nbs) for p in order)}", flush=True)
     _build_modidx()                                   # the symbol index behind `backtick` links (as nbdev_docs does)
     work = root/'_exec'
     run_dir, proc_dir = work/'run', work/'proc'
@@ -531,10 +571,10 @@ def build(execute=True, workers=2, keep=False) -> int:
     proc_dir.mkdir(parents=True)
     flags, linted = set(cfg.tst_flags.split()), {}
     for nb in order:
-        errs, warns = docs_lint(nb, flags)
+        errs, warns = docs_lint(nb, flags, rel_nb(nb, nbs))
         for w in warns: print(f'  WARNING: {w}')
-        if errs: linted[nb.name] = errs
-    results = run_notebooks(order, run_dir, proc_dir, execute=execute, workers=workers, lint=linted)
+        if errs: linted[rel_nb(nb, nbs)] = errs
+    results = run_notebooks(order, nbs, run_dir, proc_dir, execute=execute, workers=workers, lint=linted)
     failed = [r for r in results if not r['ok']]
     if failed:
         shutil.rmtree(out, ignore_errors=True)

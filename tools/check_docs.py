@@ -1,17 +1,17 @@
 """Check the documentation site `tools/build_docs.py` wrote: `python tools/check_docs.py`.
 
 Static checks (any folder, no browser; `check_site` is what tests/test_docs_check.py exercises):
-- every top-level notebook of `nbs/` has its page (nbdev's name: `00_core.ipynb` -> `core.html`);
+- every notebook of `nbs/` and its wing folders has its page (nbdev's name: `core/00_core.ipynb` -> `core/core.html`);
 - no internal link is broken: every relative `href`/`src` names an existing file and every `#anchor` an existing
   `id` in the target page; no page loads anything from the network (scripts, styles, images, fonts: no CDN);
-- the index page has its title and a sidebar linking every page; every API notebook (one with `#| default_exp`)
-  has its page show `show_doc` signatures.
+- the index page has its title and a sidebar linking every page, under a heading per wing (the notebooks' folder);
+  every API notebook (one with `#| default_exp`) has its page show `show_doc` signatures.
 Browser checks (headless Chromium, pages served by a local http.server on 127.0.0.1): the rendered DOM (`--dump-dom`)
 of the index and of the first API page holds the expected content, and `--screenshot` writes
-`_docs/_screenshots/<page>.png` (1280x1600) for every page (`--shots index` for the index and first API page only).
+`_docs/_screenshots/<wing>/<page>.png` (1280x1600) for every page (`--shots index` for the index and first API page only).
 Exits 1 with one line per problem."""
 from __future__ import annotations
-import argparse, functools, http.server, os, re, shutil, subprocess, sys, tempfile, threading, time
+import argparse, functools, http.server, itertools, os, posixpath, re, shutil, subprocess, sys, tempfile, threading, time
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -33,8 +33,8 @@ class Page(HTMLParser):
     "The ids, links and a few landmarks of one HTML page"
     def __init__(self, text: str):
         super().__init__(convert_charrefs=True)
-        self.ids, self.links, self.classes, self.title_h1, self.sidebar = set(), [], [], None, []
-        self._stack, self._in_h1, self._in_side = [], False, 0
+        self.ids, self.links, self.classes, self.title_h1, self.sidebar, self.wings = set(), [], [], None, [], []
+        self._stack, self._in_h1, self._in_side, self._in_wing = [], False, 0, None
         self.feed(text)
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -52,26 +52,53 @@ class Page(HTMLParser):
         if tag == 'nav' and 'sidebar' in cls: self._in_side = 1
         elif self._in_side and tag == 'nav': self._in_side += 1
         if self._in_side and tag == 'a' and a.get('href'): self.sidebar.append(a['href'])
+        if self._in_side and 'wing' in cls: self._in_wing = tag; self.wings.append('')   # a wing's heading
     def handle_endtag(self, tag):
         if tag == 'h1': self._in_h1 = False
+        if tag == self._in_wing: self._in_wing = None
         if tag == 'nav' and self._in_side: self._in_side -= 1
     def handle_data(self, data):
         if self._in_h1: self.title_h1 += data
+        if self._in_wing: self.wings[-1] = (self.wings[-1] + data).strip()
 
 @functools.lru_cache(maxsize=None)
 def _parse(path: Path) -> Page: return Page(path.read_text(encoding='utf-8', errors='replace'))
 
 
 # ------------------------------------------------------------------------------------------------ static checks
-def page_name(nb_name: str) -> str:
-    "nbdev's page of a notebook (`nbdev.doclinks._nbpath2html`): `00_core.ipynb` -> `core.html`"
-    return _nbpath2html(Path(nb_name)).name
+def page_name(nb: str | Path) -> str:
+    """nbdev's page of a notebook, given by its path relative to `nbs/` (`nbdev.doclinks._nbpath2html`, the page
+    `_modidx.py` links to): `00_core.ipynb` -> `core.html`, `ear/02_adapter.ipynb` -> `ear/adapter.html`"""
+    return _nbpath2html(Path(nb)).as_posix()
+
+WING_TITLES = {'ear': 'EAR', 'earm': 'EARM', 'cli': 'CLI'}   # acronyms; any other folder is capitalised
+
+def wing_title(folder: str) -> str:
+    "The sidebar heading of a wing folder: `ear` -> `EAR`, `experiments` -> `Experiments`"
+    return WING_TITLES.get(folder, folder.replace('_', ' ').capitalize())
+
+def _reading_key(rel: Path):
+    "index first, then by numeric prefix across the folders (`10a_x` after `10_y`), then by name"
+    m = re.match(r'^(\d+)([a-zA-Z0-9]*)_', rel.name)
+    return (rel.stem != 'index' or len(rel.parts) > 1, int(m.group(1)) if m else float('inf'),
+            m.group(2) if m else '', rel.as_posix())
 
 def notebooks(nbs: Path) -> list[Path]:
-    """Top-level notebooks in reading order (index first, then by numeric prefix), as the build renders them; which
-    files count is nbdev's rule (`nbdev.doclinks.nbglob`: names starting with `_` or `.` are skipped)"""
-    files = globtastic(nbs, file_glob='*.ipynb', skip_file_re='^[_.]', recursive=False).map(Path)
-    return sorted(files, key=lambda p: (p.stem != 'index', p.name))
+    """Notebooks of `nbs` and its sub-folders in reading order (index first, then by numeric prefix across the
+    folders), as the build renders them; which files count is nbdev's rule (`nbdev.doclinks.nbglob` with
+    `recursive = True`: files and folders whose names start with `_` or `.` are skipped)"""
+    nbs = Path(nbs)
+    files = globtastic(nbs, file_glob='*.ipynb', skip_file_re='^[_.]', skip_folder_re='^[_.]', recursive=True).map(Path)
+    return sorted(files, key=lambda p: _reading_key(p.relative_to(nbs)))
+
+def rel_nb(nb: Path, nbs: Path) -> str:
+    "The notebook's path relative to `nbs/`, as nbdev names it: `ear/02_adapter.ipynb`"
+    return Path(nb).relative_to(nbs).as_posix()
+
+def wing_of(nb: Path, nbs: Path) -> str:
+    "The wing folder of a notebook ('' for a notebook at the top of `nbs/`)"
+    parts = Path(nb).relative_to(nbs).parts
+    return parts[0] if len(parts) > 1 else ''
 
 def is_api_notebook(nb: Path) -> bool:
     "Does the notebook export a module (`#| default_exp`, read with nbdev's own directive parser)?"
@@ -84,8 +111,9 @@ def html_files(docs: Path) -> list[Path]:
 
 def check_pages(docs: Path, nbs: Path) -> list[str]:
     "A problem per notebook of `nbs` without its page in `docs`"
-    return [f'missing page: {page_name(nb.name)} (for nbs/{nb.name})' for nb in notebooks(nbs)
-            if not (Path(docs)/page_name(nb.name)).is_file()]
+    nbs = Path(nbs)
+    return [f'missing page: {page_name(rel_nb(nb, nbs))} (for nbs/{rel_nb(nb, nbs)})' for nb in notebooks(nbs)
+            if not (Path(docs)/page_name(rel_nb(nb, nbs))).is_file()]
 
 def check_links(docs: Path) -> list[str]:
     "A problem per broken internal link (missing file or #anchor) and per resource loaded from the network"
@@ -119,19 +147,25 @@ def check_links(docs: Path) -> list[str]:
 _re_sig = re.compile(r'class="[^"]*celltag_showdoc[^"]*".*?<pre[^>]*>.*?\b(?:def|class)\b', re.S)
 
 def check_content(docs: Path, nbs: Path) -> list[str]:
-    "The index has its title and a sidebar to every page; API pages show `show_doc` signatures"
-    docs, problems = Path(docs), []
-    pages = [page_name(nb.name) for nb in notebooks(nbs)]
+    """The index has its title and a sidebar to every page, with a heading per wing in reading order; API pages show
+    `show_doc` signatures"""
+    docs, nbs, problems = Path(docs), Path(nbs), []
+    nbl = notebooks(nbs)
+    pages = [page_name(rel_nb(nb, nbs)) for nb in nbl]
     idx = docs/'index.html'
     if idx.is_file():
         p = _parse(idx)
         if not (p.title_h1 or '').strip(): problems.append('index.html: no page title (<h1 class="title">)')
         missing = [f for f in pages if f not in p.sidebar]
         if missing: problems.append(f'index.html: the sidebar does not link {", ".join(missing)}')
-    for nb in notebooks(nbs):
-        f = docs/page_name(nb.name)
+        wings = [wing_title(w) for w, _ in itertools.groupby(wing_of(nb, nbs) for nb in nbl) if w]
+        if p.wings != wings:
+            problems.append(f'index.html: the sidebar headings are {p.wings}, not the wings {wings} in reading order')
+    for nb in nbl:
+        name = page_name(rel_nb(nb, nbs))
+        f = docs/name
         if f.is_file() and is_api_notebook(nb) and not _re_sig.search(f.read_text(encoding='utf-8')):
-            problems.append(f'{f.name}: no show_doc signature, although nbs/{nb.name} exports a module')
+            problems.append(f'{name}: no show_doc signature, although nbs/{rel_nb(nb, nbs)} exports a module')
     return problems
 
 def check_site(docs, nbs) -> list[str]:
@@ -174,8 +208,10 @@ def browser_check(docs: Path, nbs: Path, exe: str, shots='all') -> list[str]:
     docs, problems = Path(docs), []
     if not Path(exe).exists() and not shutil.which(exe):
         return [f'no browser: {exe} not found (apt-get install -y chromium, or pass --no-browser)']
+    nbs = Path(nbs)
     nbl = notebooks(nbs)
-    api = next((page_name(nb.name) for nb in nbl if is_api_notebook(nb) and (docs/page_name(nb.name)).is_file()), None)
+    want = [page_name(rel_nb(nb, nbs)) for nb in nbl]
+    api = next((f for nb, f in zip(nbl, want) if is_api_notebook(nb) and (docs/f).is_file()), None)
     out = docs/SHOTS
     shutil.rmtree(out, ignore_errors=True); out.mkdir()
     srv, base = serve(docs)
@@ -189,15 +225,17 @@ def browser_check(docs: Path, nbs: Path, exe: str, shots='all') -> list[str]:
             for e in expect:
                 if e not in dom: problems.append(f'browser: the rendered DOM of {page} lacks {e}')
             p = Page(dom)
-            want = [page_name(nb.name) for nb in nbl]
-            if [h for h in p.sidebar if h in want] != want:
+            here = posixpath.dirname(page)     # the sidebar's links are relative to the page's folder
+            side = [posixpath.normpath(posixpath.join(here, urlsplit(h).path)) for h in p.sidebar]
+            if [h for h in side if h in want] != want:
                 problems.append(f'browser: the sidebar of {page} is not {want} in reading order')
             if page == api and not _re_sig.search(dom):
                 problems.append(f'browser: the rendered DOM of {page} shows no show_doc signature')
-        targets = [page_name(nb.name) for nb in nbl] if shots == 'all' else ['index.html'] + ([api] if api else [])
+        targets = want if shots == 'all' else ['index.html'] + ([api] if api else [])
         for page in targets:
             if not (docs/page).is_file(): continue
-            png = out/(Path(page).stem + '.png')
+            png = out/Path(page).with_suffix('.png')
+            png.parent.mkdir(parents=True, exist_ok=True)
             r = chromium(exe, f'--screenshot={png}', '--window-size=1280,1600', base + page)
             bad = _png_ok(png)
             if r.returncode or bad: problems.append(f'browser: screenshot of {page} {bad or "failed"} '

@@ -36,17 +36,19 @@ def _tracked(action: argparse.Action) -> argparse.Action:
     action.__class__ = _TRACKED[base]
     return action
 
-# %% ../nbs/cli/33_cli.ipynb #241a2eeb
+# %% ../nbs/cli/33_cli.ipynb #ba60cb16
 class _Parser(argparse.ArgumentParser):
     "An ArgumentParser whose usage errors are one line on stderr (exit code 2)."
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+# %% ../nbs/cli/33_cli.ipynb #99decbea
 def _option(p: argparse.ArgumentParser, suppress: bool, *flags, default=None, help: str = "", **kw):
     "Add an option with '(default: …)' in its help; with `suppress` its default is argparse.SUPPRESS (mode parsers)."
     if not (default is None or default is False or default == []) and "default" not in help: help += f" (default: {default})"
     _tracked(p.add_argument(*flags, default=argparse.SUPPRESS if suppress else default, help=help.replace("%", "%%"), **kw))
 
+# %% ../nbs/cli/33_cli.ipynb #9cf98adb
 def _common_options(p, suppress: bool = False):
     "Options of every `reproduce` mode: data, encoder, k and K, split seed, JSON report, quiet."
     _option(p, suppress, "--data", metavar="PATH",
@@ -65,10 +67,16 @@ def _common_options(p, suppress: bool = False):
                  "results/BENCHMARK-METHOD-SPLIT-seedSEED.json, or in --out for analyses and EARM)")
     _option(p, suppress, "--quiet", action="store_true", help="no progress bars or status lines")
 
+# %% ../nbs/cli/33_cli.ipynb #9db60bf6
 def _split_option(p, suppress: bool = False):
     _option(p, suppress, "--split", default="test", choices=("test", "all"),
             help="'test': score the seeded 20% test part (§4.4); 'all': score every query (mode 'method' only)")
 
+def _output_options(p, suppress: bool = False):
+    _option(p, suppress, "--out", default="results", metavar="DIR", help="folder for the figures and reports of analyses and EARM")
+    _option(p, suppress, "--N", type=int, default=200, metavar="N", help="EARM: semantic candidates per query")
+
+# %% ../nbs/cli/33_cli.ipynb #3b5ab419
 def _training_options(p, suppress: bool = False):
     "Options of the modes that train learners (tables, analysis): seeds, processes, EAR settings, simulated critic."
     _option(p, suppress, "--seeds", type=int, default=3, metavar="N", help="seeds per method (EARM: simulator seeds)")
@@ -87,16 +95,13 @@ def _learning_options(p, suppress: bool = False):
             help="'paper': the paper's configuration (dense candidates); 'tuned': the settings chosen on the dev split "
                  "(hybrid candidates, cited-first budget rows)")
 
-def _output_options(p, suppress: bool = False):
-    _option(p, suppress, "--out", default="results", metavar="DIR", help="folder for the figures and reports of analyses and EARM")
-    _option(p, suppress, "--N", type=int, default=200, metavar="N", help="EARM: semantic candidates per query")
-
-# %% ../nbs/cli/33_cli.ipynb #905763e6
+# %% ../nbs/cli/33_cli.ipynb #23e31a4d
 def _listing(title: str, registry) -> str:
     "One line per registered name with its help (an epilog: printed as written, not re-wrapped)."
     width = max(map(len, registry)) + 2
     return title + "\n" + "\n".join(f"  {n:<{width}}{registry[n].help}" for n in registry)
 
+# %% ../nbs/cli/33_cli.ipynb #299a6580
 def _add_modes(b: argparse.ArgumentParser, title: str):
     "The mode sub-commands of `earmem reproduce BENCHMARK`: tables (default), method, analysis, earm."
     modes = b.add_subparsers(dest="mode", metavar="MODE", required=False,
@@ -123,6 +128,7 @@ def _add_modes(b: argparse.ArgumentParser, title: str):
     _common_options(m, True); _output_options(m, True)
     _option(m, True, "--seeds", type=int, default=3, metavar="N", help="simulator seeds")
 
+# %% ../nbs/cli/33_cli.ipynb #0cb09e8e
 def _add_aliases(b: argparse.ArgumentParser):
     "The older flag spellings of the modes."
     g = b.add_argument_group("older spellings of the modes")
@@ -147,7 +153,7 @@ def _add_reproduce_parser(sub) -> argparse.ArgumentParser:
         _add_aliases(b)
     return rp
 
-# %% ../nbs/cli/33_cli.ipynb #96b48742
+# %% ../nbs/cli/33_cli.ipynb #43faf6a5
 def _say(args) -> Callable:
     "Status lines to stderr, or nothing with --quiet."
     if args.quiet: return lambda msg: None
@@ -162,6 +168,7 @@ def _mode(args) -> str:
         raise ValueError(f"{asked[0][0]}: {asked[0][1]} runs alone, without {', '.join(s for _, s in asked[1:])}")
     return asked[0][0] if asked else "tables"
 
+# %% ../nbs/cli/33_cli.ipynb #a1e66d77
 def _write_report(path, report) -> Path:
     atomic_write(path, json.dumps(report, indent=1, ensure_ascii=False, default=str) + "\n")
     return Path(path)
@@ -170,7 +177,7 @@ def _critic_settings(args) -> CriticSettings:
     CitationSimulator(args.precision, args.recall)          # validates the settings with the simulator's own messages
     return CriticSettings(args.precision, args.recall)
 
-# %% ../nbs/cli/33_cli.ipynb #cab9f6ce
+# %% ../nbs/cli/33_cli.ipynb #c4a82c1f
 _ANY_MODE = {"data", "encoder", "json", "quiet", "methods", "method", "analysis", "earm"}
 _SCORING = {"k", "K", "seed", "test_size"}
 _MODE_OPTIONS = {"tables": _SCORING | {"split", "seeds", "jobs", "set", "precision", "recall", "retriever", "preset"},
@@ -187,6 +194,7 @@ def _check_applicable(args, mode: str) -> None:
             raise ValueError(f"{dest}: --{dest.replace('_', '-')} does not apply to mode '{mode}' "
                              f"(only to {', '.join(modes)})")
 
+# %% ../nbs/cli/33_cli.ipynb #7f98242d
 _SET_TYPES = {"int": (int, "an integer"), "float": (float, "a number"), "str": (str, "a word")}
 
 def _typed_value(key: str, raw: str, annotation: str):
@@ -200,6 +208,7 @@ def _typed_value(key: str, raw: str, annotation: str):
     wanted = " or ".join(_SET_TYPES[t][1] if t in _SET_TYPES else "None" for t in kinds)
     raise ValueError(f"set: {key} expects {wanted}, got {raw!r}")
 
+# %% ../nbs/cli/33_cli.ipynb #cd28b3d2
 def _overrides(pairs) -> dict:
     "EAR settings from repeated `--set KEY=VALUE`, each typed by its field and then checked by EARConfig itself."
     types, typed = {f.name: f.type for f in fields(EARConfig)}, {}
@@ -209,6 +218,7 @@ def _overrides(pairs) -> dict:
         else: parse_overrides([pair])              # the evaluation chapter's messages for a bad or unknown key
     return parse_overrides([f"{k}={json.dumps(v)}" for k, v in typed.items()])
 
+# %% ../nbs/cli/33_cli.ipynb #6fb8f1d3
 def _learning_kwargs(fn: Callable, args) -> dict:
     "retriever=/preset= for `fn` when they differ from the defaults; an error when this `fn` cannot take them yet."
     kw = {k: v for k, v, d in (("retriever", args.retriever, None), ("preset", args.preset, "paper")) if v != d}
@@ -217,7 +227,7 @@ def _learning_kwargs(fn: Callable, args) -> dict:
             raise ValueError(f"{k}: this earmem's {fn.__name__}() does not take {k}= yet (only the default)")
     return kw
 
-# %% ../nbs/cli/33_cli.ipynb #92f3f7b1
+# %% ../nbs/cli/33_cli.ipynb #37fadfd5
 def _run_tables(args, say: Callable) -> str:
     "Mode tables: the paper's Tables 2–3; the JSON report and its PNG figure."
     report = reproduce_tables(args.benchmark, args.methods or "all", args.seeds, args.split, args.encoder, args.k,
@@ -237,6 +247,7 @@ def _run_method(args, say: Callable) -> str:
     say(f"report written to {out}")
     return format_table(report)
 
+# %% ../nbs/cli/33_cli.ipynb #f16e0c3f
 def _run_analysis(args, say: Callable) -> str:
     "Mode analysis: the named analyses (or all) on one prepared benchmark; their texts."
     reports = run_analyses(args.benchmark, args.analysis.split(","), args.seeds, args.encoder, args.k, args.K,
@@ -260,7 +271,7 @@ def _run_earm(args, say: Callable) -> str:
 
 _MODES = {"tables": _run_tables, "method": _run_method, "analysis": _run_analysis, "earm": _run_earm}
 
-# %% ../nbs/cli/33_cli.ipynb #16277c9f
+# %% ../nbs/cli/33_cli.ipynb #9eb6f4ec
 @contextlib.contextmanager
 def _no_hub_progress_bars():
     "Silence the download and weight-loading bars of huggingface_hub and transformers for a while (for --quiet)."
@@ -276,7 +287,7 @@ def _no_hub_progress_bars():
         tf = sys.modules.get("transformers")   # may have been imported meanwhile, with the bars off
         if tf is not None and tf_was_on and hub_was_on: tf.utils.logging.enable_progress_bar()
 
-
+# %% ../nbs/cli/33_cli.ipynb #8f2561c0
 def run_reproduce(args) -> int:
     "Run parsed `reproduce` arguments: print the mode's text; 0, or 2 after a one-line error."
     say = _say(args)
@@ -291,7 +302,7 @@ def run_reproduce(args) -> int:
     print(text, flush=True)
     return 0
 
-# %% ../nbs/cli/33_cli.ipynb #53ae6c22
+# %% ../nbs/cli/33_cli.ipynb #cf15be25
 def build_parser() -> argparse.ArgumentParser:
     "The `earmem` argument parser: reproduce BENCHMARK [MODE]; memory COMMAND; data download|path; serve mcp|http."
     p = _Parser(prog="earmem", description="earmem: adaptive long-term memory retrieval for LLM agents (EAR, EARM).")
@@ -301,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_memory_parser(sub); _add_data_parser(sub); _add_serve_parser(sub)
     return p
 
+# %% ../nbs/cli/33_cli.ipynb #aaab5be0
 _COMMANDS = {"reproduce": run_reproduce, "memory": run_memory_command,
              "data": lambda a: _guarded(a.data_func, a), "serve": lambda a: _guarded(a.serve_func, a)}
 
@@ -310,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e: return e.code if isinstance(e.code, int) else 2
     return _COMMANDS[args.command](args)
 
+# %% ../nbs/cli/33_cli.ipynb #99efc224
 def memory_cli(argv: Sequence[str] | None = None) -> int:
     "`earmem memory …` as a standalone entry point (argv without the leading 'memory')."
     return main(["memory", *(sys.argv[1:] if argv is None else argv)])

@@ -33,8 +33,7 @@ def _fail(e: BaseException) -> int:
     print(f"earmem: error: {_one_line(e)}", file=sys.stderr)
     return 2
 
-
-# %% ../nbs/cli/32_commands.ipynb #e0a2b940
+# %% ../nbs/cli/32_commands.ipynb #c43a4367
 def _store_from_args(a, readonly: bool = False, create: bool = False) -> MemoryStore:
     "Open (or, for `add` and `import`, create) the store of `--store`, with the encoder of `--encoder` for a new store."
     enc = None
@@ -43,6 +42,7 @@ def _store_from_args(a, readonly: bool = False, create: bool = False) -> MemoryS
         enc = HashingEncoder(int(m.group(1) or 64)) if m else Encoder(a.encoder, progress=False)
     return MemoryStore(a.store, encoder=enc, readonly=readonly, create=create, namespace=a.namespace)
 
+# %% ../nbs/cli/32_commands.ipynb #d5e7d1c0
 def _json_default(o):
     "JSON for what `json` cannot write itself: numpy numbers and arrays, dataclasses, paths."
     if is_dataclass(o): return asdict(o)
@@ -52,15 +52,58 @@ def _emit(a, obj, text: str):
     "Print `obj` as JSON with --json, else `text`."
     print(json.dumps(obj, indent=1, ensure_ascii=False, default=_json_default) if a.json else text)
 
+# %% ../nbs/cli/32_commands.ipynb #93da2ebb
+def _store_options(sp, encoder: bool = True):
+    sp.add_argument("--store", "-s", default=os.environ.get("EARMEM_STORE", "earmem-memory"),
+                    help="store folder or postgresql:// URL (default: $EARMEM_STORE or ./earmem-memory)")
+    sp.add_argument("--namespace", default=os.environ.get("EARMEM_NAMESPACE", "default"),
+                    help="user / tenant inside a postgresql:// store (default: $EARMEM_NAMESPACE or 'default')")
+    if encoder: sp.add_argument("--encoder", default=None,
+                    help="encoder for a NEW store: a sentence-transformers name/path, or 'hashing[-DIM]' "
+                         "(default: bundled all-MiniLM-L6-v2)")
+
+def _json_flag(sp, what: str = "the result"):
+    sp.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+# %% ../nbs/cli/32_commands.ipynb #3ead5f93
+def _filter_options(sp, k_default: int | None = 5):
+    sp.add_argument("-k", type=int, default=k_default, help="maximum number of memories (default 5)")
+    sp.add_argument("--kind", action="append", choices=list(KINDS), help="only this kind (repeatable)")
+    sp.add_argument("--entity", action="append", help="only memories naming this entity (repeatable)")
+    sp.add_argument("--since", help="only memories formed at or after this time (ISO)")
+    sp.add_argument("--until", help="only memories formed at or before this time (ISO)")
+    sp.add_argument("--memory-store", choices=list(STORES), help="only the episodic or the semantic store")
+
 def _filters(a) -> dict:
     return dict(kinds=a.kind or None, entities=a.entity or None, since=a.since, until=a.until, store=a.memory_store)
 
+# %% ../nbs/cli/32_commands.ipynb #12d9b2fa
+def _command(sub, name: str, help: str, description: str, func: Callable, what: str = "the result", store: bool = True):
+    "A memory sub-command with its store options, --json and its function."
+    sp = sub.add_parser(name, help=help, description=description)
+    if store: _store_options(sp)
+    _json_flag(sp, what); sp.set_defaults(memory_func=func)
+    return sp
+
+# %% ../nbs/cli/32_commands.ipynb #c0696670
 def _cmd_add(a):
     with _store_from_args(a, create=True) as s:
         r = s.add(a.text, a.kind, a.entity, a.importance, a.timestamp, a.source, **({"id": a.id} if a.id else {}))
     if a.json: print(json.dumps(asdict(r))); return
     print(f"{r.action} {r.id}" + (f" (similarity {r.similarity:.3f}, count {r.count})" if r.similarity is not None else ""))
 
+def _add_add(sub):
+    sp = _command(sub, "add", "add one memory (near-duplicates merge)", "Add one memory; prints 'inserted ID' or 'merged ID'.",
+                  _cmd_add)
+    sp.add_argument("text", help="the memory, self-contained (who, what, when)")
+    sp.add_argument("--kind", required=True, choices=list(KINDS), help="memory kind")
+    sp.add_argument("--entity", action="append", help="an entity it is about (repeatable)")
+    sp.add_argument("--importance", type=float, default=None, help="0..1 (default: derived from kind and wording)")
+    sp.add_argument("--timestamp", default=None, help="when it happened (ISO; default now)")
+    sp.add_argument("--source", default=None, help="where it came from")
+    sp.add_argument("--id", default=None, help="explicit memory id")
+
+# %% ../nbs/cli/32_commands.ipynb #8bb14932
 def _cmd_search(a):
     if a.explain and a.json: raise ValueError("explain: --explain and --json are two different outputs; choose one")
     with _store_from_args(a) as s:
@@ -71,19 +114,49 @@ def _cmd_search(a):
     if not hits: print("no relevant memory"); return
     for h in hits: print(f"{h.rank}. [{h.id}] {h.score:.3f}  {h.timestamp[:10]} {h.kind}: {h.text}")
 
+def _add_search(sub):
+    sp = _command(sub, "search", "search memories", "Filter, then rank by relevance + recency + importance.", _cmd_search,
+                  "the query, its options and the hits (the file `feedback --hits` reads)")
+    _filter_options(sp)
+    sp.add_argument("query", help="the question or task description")
+    sp.add_argument("--explain", action="store_true", help="show every score component")
+    sp.add_argument("--no-touch", action="store_true", help="do not refresh the hits' last-access time")
+
+# %% ../nbs/cli/32_commands.ipynb #8f053a15
 def _cmd_inject(a):
     with _store_from_args(a) as s:
         block = s.inject(s.search(a.query, k=a.k, **_filters(a)), a.budget)
     print(json.dumps({"text": str(block), "ids": list(block.ids), "tokens": block.tokens}, indent=1) if a.json else block)
 
+def _add_inject(sub):
+    sp = _command(sub, "inject", "print a provenance-labelled block under a token budget",
+                  "Search, then print the hits as 'From memory (date, kind, confidence): …' lines within --budget tokens.",
+                  _cmd_inject, "the block, its memory ids and its token count")
+    _filter_options(sp)
+    sp.add_argument("query", help="the question or task description")
+    sp.add_argument("--budget", type=int, required=True, help="maximum tokens of the block (encoder's tokenizer)")
+
+# %% ../nbs/cli/32_commands.ipynb #8f349c0e
 def _cmd_stats(a):
     with _store_from_args(a, readonly=True) as s: st = s.stats()
     _emit(a, st, "\n".join(f"{k}: {v}" for k, v in st.items()))
 
+def _add_stats(sub):
+    _command(sub, "stats", "summarise the store", "Counts by kind and store, feedback events, learner, size on disk.",
+             _cmd_stats, "the summary")
+
+# %% ../nbs/cli/32_commands.ipynb #f8d05270
 def _cmd_export(a):
     with _store_from_args(a, readonly=True) as s: n = s.export(a.path, include_retracted=not a.active_only)
     _emit(a, {"exported": n, "path": str(a.path)}, f"exported {n} memories to {a.path}")
 
+def _add_export(sub):
+    sp = _command(sub, "export", "write all memories as JSON Lines",
+                  "Export every memory (with status and metadata) to PATH as JSON Lines.", _cmd_export, "the count and path")
+    sp.add_argument("path", help="output .jsonl file")
+    sp.add_argument("--active-only", action="store_true", help="leave out retracted memories")
+
+# %% ../nbs/cli/32_commands.ipynb #9ccfae09
 def _cmd_bench(a):
     if a.backend == "sqlite":
         rows = benchmark_store(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, progress=not a.quiet)
@@ -94,34 +167,87 @@ def _cmd_bench(a):
         if not a.json: print(bench_table(rows)); return
     print(json.dumps(rows, indent=1))
 
-# %% ../nbs/cli/32_commands.ipynb #8f692583
+def _add_bench(sub):
+    sp = _command(sub, "bench", "benchmark add throughput and search latency", "Synthetic random-embedding stores of "
+                  "the given sizes (encoding excluded). sqlite prints JSON; postgres (a throwaway embedded server unless "
+                  "--url) prints a table, or JSON with --json.", _cmd_bench, "the measurements as JSON", store=False)
+    sp.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite", help="which backend to measure (default sqlite)")
+    sp.add_argument("--url", help="postgres: an existing server (postgresql://…); default: a throwaway embedded one")
+    sp.add_argument("--clusters", type=int, default=1000, help="postgres: vectors around this many centres (0 = uniform; default 1000)")
+    sp.add_argument("--ef-search", type=int, nargs="+", default=[100, 200, 400], help="postgres: HNSW ef_search values (default 100 200 400)")
+    sp.add_argument("--maintenance-work-mem", default="2GB", help="postgres: memory for the HNSW build (default 2GB)")
+    sp.add_argument("--hnsw-m", type=int, default=24, help="postgres: HNSW links per node (default 24, the backend's; pgvector's is 16)")
+    sp.add_argument("--hnsw-ef-construction", type=int, default=128, help="postgres: HNSW build candidate list (default 128, the backend's; pgvector's is 64)")
+    sp.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="store sizes (default 10000 100000)")
+    sp.add_argument("--dim", type=int, default=384, help="embedding dimension (default 384, MiniLM's)")
+    sp.add_argument("--queries", type=int, default=200, help="timed queries per size (default 200)")
+    sp.add_argument("--quiet", action="store_true", help="no progress bars")
+
+# %% ../nbs/cli/32_commands.ipynb #40236216
 def _cmd_update(a):
     changes = dict(text=a.text, kind=a.kind, importance=a.importance, entities=a.entity, timestamp=a.timestamp,
                    source=a.source)
     with _store_from_args(a) as s: rec = s.update(a.id, reason=a.reason, **{k: v for k, v in changes.items() if v is not None})
     _emit(a, rec, f"updated {getattr(rec, 'id', a.id)}: {getattr(rec, 'text', '')}")
 
+def _add_update(sub):
+    sp = _command(sub, "update", "edit a memory (only the fields given)", "Change a memory's text, kind, importance, "
+                  "entities, time or source; the change is audited.", _cmd_update, "the updated memory")
+    sp.add_argument("id", help="the memory id")
+    sp.add_argument("--text", help="new wording")
+    sp.add_argument("--kind", choices=list(KINDS), help="new kind")
+    sp.add_argument("--importance", type=float, help="new importance, 0..1")
+    sp.add_argument("--entity", action="append", help="the entities it is about, replacing the old ones (repeatable)")
+    sp.add_argument("--timestamp", help="when it happened (ISO)")
+    sp.add_argument("--source", help="where it came from")
+    sp.add_argument("--reason", help="why it changed (kept in the history)")
+
+# %% ../nbs/cli/32_commands.ipynb #91e0bfa9
 def _cmd_retract(a):
     with _store_from_args(a) as s: r = s.retract(a.id, a.reason, a.correction)
     _emit(a, {"retracted": a.id, "correction": r}, f"retracted {a.id}" + (f"; correction {r.action} as {r.id}" if r else ""))
 
+def _add_retract(sub):
+    sp = _command(sub, "retract", "withdraw a memory (kept, never retrieved)", "Withdraw a memory with a reason; "
+                  "--correction also writes what is true instead.", _cmd_retract, "the retraction and its correction")
+    sp.add_argument("id", help="the memory id")
+    sp.add_argument("--reason", required=True, help="why it is withdrawn")
+    sp.add_argument("--correction", help="the corrected memory (kind 'correction', linked to the old one)")
+
+# %% ../nbs/cli/32_commands.ipynb #cff2ddae
 def _cmd_delete(a):
     with _store_from_args(a) as s: s.delete(a.id)
     _emit(a, {"deleted": a.id}, f"deleted {a.id}")
 
+def _add_delete(sub):
+    sp = _command(sub, "delete", "erase a memory", "Erase a memory and its text from the history; a 'delete' entry "
+                  "remains.", _cmd_delete)
+    sp.add_argument("id", help="the memory id")
+
+# %% ../nbs/cli/32_commands.ipynb #b93a2312
 def _cmd_history(a):
     with _store_from_args(a, readonly=True) as s: rows = s.history(a.id)
     if not rows: raise KeyError(f"id: no memory {a.id!r} and no history of one in {a.store}")
     line = lambda r: f"{r['at']}  {r['action']:<8} {json.dumps(r['detail'], ensure_ascii=False, default=_json_default)}"
     _emit(a, rows, "\n".join(map(line, rows)))
 
+def _add_history(sub):
+    sp = _command(sub, "history", "a memory's audit trail", "Every insert, merge, update, retraction and deletion of a "
+                  "memory, oldest first.", _cmd_history, "the entries")
+    sp.add_argument("id", help="the memory id")
+
+# %% ../nbs/cli/32_commands.ipynb #2f5991dc
 def _cmd_repair(a):
     with _store_from_args(a) as s:
         if not hasattr(s, "repair"): raise ValueError("repair: this earmem's MemoryStore has no repair() yet")
         out = s.repair()
     _emit(a, out, "\n".join(f"{k}: {v}" for k, v in out.items()) if isinstance(out, dict) else str(out))
 
-# %% ../nbs/cli/32_commands.ipynb #0831a682
+def _add_repair(sub):
+    _command(sub, "repair", "rebuild the learner from the feedback log", "Replay the feedback log into a fresh learner "
+             "(after a damaged or missing learner checkpoint).", _cmd_repair, "what was rebuilt")
+
+# %% ../nbs/cli/32_commands.ipynb #baf42e69
 def _hits_file(path) -> dict:
     "The search of a `search --json` file: {query, k, filters, ids, cited}; errors name the file and the field."
     try: d = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -138,6 +264,7 @@ def _hits_file(path) -> dict:
         raise ValueError(f"hits: {path} field filters is not a search's filters")
     return dict(query=d["query"], k=d.get("k") or max(len(ids), 1), filters=filters, ids=ids, cited=cited)
 
+# %% ../nbs/cli/32_commands.ipynb #e1ae293d
 def _feedback_request(a) -> dict:
     "The search to give feedback on and the cited ids, from --query and its options, or from --hits FILE."
     if (a.query is None) == (a.hits is None): raise ValueError("query: give either --query TEXT or --hits FILE")
@@ -151,6 +278,7 @@ def _feedback_request(a) -> dict:
     if req["cited"] is None: raise ValueError("cited: name the hits the answer used (--cited ID …; --cited alone for none)")
     return req
 
+# %% ../nbs/cli/32_commands.ipynb #a1232be7
 def _cmd_feedback(a):
     req = _feedback_request(a)
     with _store_from_args(a) as s:
@@ -162,7 +290,16 @@ def _cmd_feedback(a):
     _emit(a, {"query": req["query"], "hits": hits.ids, "cited": req["cited"], **out},
           f"feedback on {len(hits)} hits: cited {', '.join(req['cited']) or 'none'}; labels {out['labels']}")
 
-# %% ../nbs/cli/32_commands.ipynb #6b01b3cf
+def _add_feedback(sub):
+    sp = _command(sub, "feedback", "learn from which hits an answer cited", "Search (--query) or re-run a saved search "
+                  "(--hits FILE from `search --json`), then learn: cited hits +1, the others -1.", _cmd_feedback,
+                  "the hits, labels and learner step")
+    sp.add_argument("--query", help="the question the hits answered"); sp.add_argument("--hits", metavar="FILE",
+                    help="a `search --json` file (its query, options and hits; its 'cited' list unless --cited)")
+    sp.add_argument("--cited", nargs="*", metavar="ID", help="ids of the hits the answer used (none: --cited alone)")
+    _filter_options(sp, k_default=None)
+
+# %% ../nbs/cli/32_commands.ipynb #44856bb9
 _CARRIED = ("id", "text", "kind", "store", "entities", "importance", "confidence", "timestamp", "source", "metadata")
 
 def _jsonl_records(path) -> list:
@@ -183,6 +320,7 @@ def _jsonl_records(path) -> list:
         out.append((n, r))
     return out
 
+# %% ../nbs/cli/32_commands.ipynb #28082b19
 def _add_lines(s: MemoryStore, path, batch: list) -> list:
     "add_many of (line, record) pairs; an item's error names the file and its line."
     try: return s.add_many([{k: r[k] for k in _CARRIED if r.get(k) is not None} for _, r in batch])
@@ -191,6 +329,7 @@ def _add_lines(s: MemoryStore, path, batch: list) -> list:
         n, msg = (batch[int(m.group(1))][0], m.group(2)) if m else (batch[0][0], str(e))
         raise type(e)(f"path: {path} line {n}: {msg}") from None
 
+# %% ../nbs/cli/32_commands.ipynb #9d6c510b
 def _cmd_import(a):
     recs = _jsonl_records(a.path)
     with _store_from_args(a, create=True) as s:
@@ -205,13 +344,19 @@ def _cmd_import(a):
     _emit(a, c, f"imported {a.path}: {c['inserted']} inserted, {c['merged']} merged into others, {c['withdrawn']} withdrawn, "
                 f"{c['skipped']} already present")
 
-# %% ../nbs/cli/32_commands.ipynb #48ae3d45
+def _add_import(sub):
+    sp = _command(sub, "import", "read memories from a JSON Lines export", "Add the memories of an `export` file "
+                  "(ids already present are skipped; withdrawn ones stay withdrawn).", _cmd_import, "the counts")
+    sp.add_argument("path", help="a .jsonl file written by `earmem memory export`")
+
+# %% ../nbs/cli/32_commands.ipynb #d578681c
 class _ShapeOnly:
     "Stands in for a store's encoder while a migration creates the destination: its id and dimension; never encodes text."
     def __init__(self, model_id: str, dim: int): self.model_id, self.dim = model_id, dim
     def encode_documents(self, texts): return np.zeros((len(texts), self.dim), np.float32)
     encode_queries = encode_documents
 
+# %% ../nbs/cli/32_commands.ipynb #48ae3d45
 def _copy_log(a, b, rev) -> tuple:
     "Rows, audit and feedback of backend `a` appended to backend `b` inside its write `rev`: (rows, audit entries, {a's feedback seq: b's})."
     rows, audit = a.dump_rows(), a.dump_audit()
@@ -240,105 +385,7 @@ def migrate_store(src: str | Path, dst: str | Path, src_namespace: str = "defaul
     with MemoryStore(dst, namespace=dst_namespace, readonly=True) as c: out["check"] = c.check()["ok"]
     return out
 
-# %% ../nbs/cli/32_commands.ipynb #44084f74
-def _store_options(sp, encoder: bool = True):
-    sp.add_argument("--store", "-s", default=os.environ.get("EARMEM_STORE", "earmem-memory"),
-                    help="store folder or postgresql:// URL (default: $EARMEM_STORE or ./earmem-memory)")
-    sp.add_argument("--namespace", default=os.environ.get("EARMEM_NAMESPACE", "default"),
-                    help="user / tenant inside a postgresql:// store (default: $EARMEM_NAMESPACE or 'default')")
-    if encoder: sp.add_argument("--encoder", default=None,
-                    help="encoder for a NEW store: a sentence-transformers name/path, or 'hashing[-DIM]' "
-                         "(default: bundled all-MiniLM-L6-v2)")
-
-def _filter_options(sp, k_default: int | None = 5):
-    sp.add_argument("-k", type=int, default=k_default, help="maximum number of memories (default 5)")
-    sp.add_argument("--kind", action="append", choices=list(KINDS), help="only this kind (repeatable)")
-    sp.add_argument("--entity", action="append", help="only memories naming this entity (repeatable)")
-    sp.add_argument("--since", help="only memories formed at or after this time (ISO)")
-    sp.add_argument("--until", help="only memories formed at or before this time (ISO)")
-    sp.add_argument("--memory-store", choices=list(STORES), help="only the episodic or the semantic store")
-
-def _json_flag(sp, what: str = "the result"):
-    sp.add_argument("--json", action="store_true", help=f"print {what} as JSON")
-
-def _command(sub, name: str, help: str, description: str, func: Callable, what: str = "the result", store: bool = True):
-    "A memory sub-command with its store options, --json and its function."
-    sp = sub.add_parser(name, help=help, description=description)
-    if store: _store_options(sp)
-    _json_flag(sp, what); sp.set_defaults(memory_func=func)
-    return sp
-
-def _add_add(sub):
-    sp = _command(sub, "add", "add one memory (near-duplicates merge)", "Add one memory; prints 'inserted ID' or 'merged ID'.",
-                  _cmd_add)
-    sp.add_argument("text", help="the memory, self-contained (who, what, when)")
-    sp.add_argument("--kind", required=True, choices=list(KINDS), help="memory kind")
-    sp.add_argument("--entity", action="append", help="an entity it is about (repeatable)")
-    sp.add_argument("--importance", type=float, default=None, help="0..1 (default: derived from kind and wording)")
-    sp.add_argument("--timestamp", default=None, help="when it happened (ISO; default now)")
-    sp.add_argument("--source", default=None, help="where it came from")
-    sp.add_argument("--id", default=None, help="explicit memory id")
-
-def _add_search(sub):
-    sp = _command(sub, "search", "search memories", "Filter, then rank by relevance + recency + importance.", _cmd_search,
-                  "the query, its options and the hits (the file `feedback --hits` reads)")
-    _filter_options(sp)
-    sp.add_argument("query", help="the question or task description")
-    sp.add_argument("--explain", action="store_true", help="show every score component")
-    sp.add_argument("--no-touch", action="store_true", help="do not refresh the hits' last-access time")
-
-def _add_inject(sub):
-    sp = _command(sub, "inject", "print a provenance-labelled block under a token budget",
-                  "Search, then print the hits as 'From memory (date, kind, confidence): …' lines within --budget tokens.",
-                  _cmd_inject, "the block, its memory ids and its token count")
-    _filter_options(sp)
-    sp.add_argument("query", help="the question or task description")
-    sp.add_argument("--budget", type=int, required=True, help="maximum tokens of the block (encoder's tokenizer)")
-
-# %% ../nbs/cli/32_commands.ipynb #317a9278
-def _add_changes(sub):
-    sp = _command(sub, "update", "edit a memory (only the fields given)", "Change a memory's text, kind, importance, "
-                  "entities, time or source; the change is audited.", _cmd_update, "the updated memory")
-    sp.add_argument("id", help="the memory id")
-    sp.add_argument("--text", help="new wording"); sp.add_argument("--kind", choices=list(KINDS), help="new kind")
-    sp.add_argument("--importance", type=float, help="new importance, 0..1")
-    sp.add_argument("--entity", action="append", help="the entities it is about, replacing the old ones (repeatable)")
-    sp.add_argument("--timestamp", help="when it happened (ISO)"); sp.add_argument("--source", help="where it came from")
-    sp.add_argument("--reason", help="why it changed (kept in the history)")
-    sp = _command(sub, "retract", "withdraw a memory (kept, never retrieved)", "Withdraw a memory with a reason; "
-                  "--correction also writes what is true instead.", _cmd_retract, "the retraction and its correction")
-    sp.add_argument("id", help="the memory id"); sp.add_argument("--reason", required=True, help="why it is withdrawn")
-    sp.add_argument("--correction", help="the corrected memory (kind 'correction', linked to the old one)")
-    sp = _command(sub, "delete", "erase a memory", "Erase a memory and its text from the history; a 'delete' entry "
-                  "remains.", _cmd_delete)
-    sp.add_argument("id", help="the memory id")
-    sp = _command(sub, "history", "a memory's audit trail", "Every insert, merge, update, retraction and deletion of a "
-                  "memory, oldest first.", _cmd_history, "the entries")
-    sp.add_argument("id", help="the memory id")
-    _command(sub, "repair", "rebuild the learner from the feedback log", "Replay the feedback log into a fresh learner "
-             "(after a damaged or missing learner checkpoint).", _cmd_repair, "what was rebuilt")
-
-def _add_feedback(sub):
-    sp = _command(sub, "feedback", "learn from which hits an answer cited", "Search (--query) or re-run a saved search "
-                  "(--hits FILE from `search --json`), then learn: cited hits +1, the others -1.", _cmd_feedback,
-                  "the hits, labels and learner step")
-    sp.add_argument("--query", help="the question the hits answered"); sp.add_argument("--hits", metavar="FILE",
-                    help="a `search --json` file (its query, options and hits; its 'cited' list unless --cited)")
-    sp.add_argument("--cited", nargs="*", metavar="ID", help="ids of the hits the answer used (none: --cited alone)")
-    _filter_options(sp, k_default=None)
-
-def _add_transfer(sub):
-    sp = _command(sub, "export", "write all memories as JSON Lines",
-                  "Export every memory (with status and metadata) to PATH as JSON Lines.", _cmd_export, "the count and path")
-    sp.add_argument("path", help="output .jsonl file")
-    sp.add_argument("--active-only", action="store_true", help="leave out retracted memories")
-    sp = _command(sub, "import", "read memories from a JSON Lines export", "Add the memories of an `export` file "
-                  "(ids already present are skipped; withdrawn ones stay withdrawn).", _cmd_import, "the counts")
-    sp.add_argument("path", help="a .jsonl file written by `earmem memory export`")
-    _command(sub, "stats", "summarise the store", "Counts by kind and store, feedback events, learner, size on disk.",
-             _cmd_stats, "the summary")
-
-# %% ../nbs/cli/32_commands.ipynb #f805be49
+# %% ../nbs/cli/32_commands.ipynb #c4ecaecb
 def _cmd_migrate(a):
     r = migrate_store(a.src, a.dst, a.src_namespace, a.dst_namespace)
     _emit(a, r, f"migrated {r['memories']} memories, {r['audit']} audit entries, {r['feedback']} feedback rows and "
@@ -353,30 +400,17 @@ def _add_migrate(sub):
     sp.add_argument("--src-namespace", default="default", help="namespace of SRC when it is a URL (default 'default')")
     sp.add_argument("--dst-namespace", default="default", help="namespace of DST when it is a URL (default 'default')")
 
-def _add_bench(sub):
-    sp = _command(sub, "bench", "benchmark add throughput and search latency", "Synthetic random-embedding stores of "
-                  "the given sizes (encoding excluded). sqlite prints JSON; postgres (a throwaway embedded server unless "
-                  "--url) prints a table, or JSON with --json.", _cmd_bench, "the measurements as JSON", store=False)
-    sp.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite", help="which backend to measure (default sqlite)")
-    sp.add_argument("--url", help="postgres: an existing server (postgresql://…); default: a throwaway embedded one")
-    sp.add_argument("--clusters", type=int, default=1000, help="postgres: vectors around this many centres (0 = uniform; default 1000)")
-    sp.add_argument("--ef-search", type=int, nargs="+", default=[100, 200, 400], help="postgres: HNSW ef_search values (default 100 200 400)")
-    sp.add_argument("--maintenance-work-mem", default="2GB", help="postgres: memory for the HNSW build (default 2GB)")
-    sp.add_argument("--hnsw-m", type=int, default=24, help="postgres: HNSW links per node (default 24, the backend's; pgvector's is 16)")
-    sp.add_argument("--hnsw-ef-construction", type=int, default=128, help="postgres: HNSW build candidate list (default 128, the backend's; pgvector's is 64)")
-    sp.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="store sizes (default 10000 100000)")
-    sp.add_argument("--dim", type=int, default=384, help="embedding dimension (default 384, MiniLM's)")
-    sp.add_argument("--queries", type=int, default=200, help="timed queries per size (default 200)")
-    sp.add_argument("--quiet", action="store_true", help="no progress bars")
-
+# %% ../nbs/cli/32_commands.ipynb #95a0dffc
 def add_memory_parser(subparsers) -> argparse.ArgumentParser:
     "Add the `memory` command group (add, search, inject, update, retract, delete, history, feedback, …) to `subparsers`."
     p = subparsers.add_parser("memory", help="an agent's long-term memory store: add, search, feedback, update, export …",
                               description="Work with an earmem MemoryStore folder (SQLite + embeddings + EAR learner).")
     sub = p.add_subparsers(dest="memory_command", metavar="COMMAND", required=True)
-    for add in (_add_add, _add_search, _add_inject, _add_feedback, _add_changes, _add_transfer, _add_migrate, _add_bench): add(sub)
+    for add in (_add_add, _add_search, _add_inject, _add_feedback, _add_update, _add_retract, _add_delete, _add_history,
+                _add_repair, _add_export, _add_import, _add_stats, _add_migrate, _add_bench): add(sub)
     return p
 
+# %% ../nbs/cli/32_commands.ipynb #a2286c9b
 _FAULTS = (ValueError, TypeError, KeyError, OSError, ImportError, sqlite3.Error)
 
 def _guarded(func: Callable, args) -> int:
@@ -387,11 +421,12 @@ def _guarded(func: Callable, args) -> int:
         print("earmem: interrupted", file=sys.stderr); return 130
     return 0
 
+# %% ../nbs/cli/32_commands.ipynb #1226923c
 def run_memory_command(args) -> int:
     "Run parsed `memory` arguments; errors print one line 'earmem: error: …' and return 2."
     return _guarded(args.memory_func, args)
 
-# %% ../nbs/cli/32_commands.ipynb #d1a36881
+# %% ../nbs/cli/32_commands.ipynb #37406e27
 @dataclass(frozen=True)
 class DataSource:
     "One downloadable benchmark file: its source, its places under a data folder, and how a download is verified."
@@ -406,16 +441,19 @@ DATA_SOURCES = {"locomo": DataSource("LoCoMo", LOCOMO_URL, LOCOMO_NAMES, LOCOMO_
                 "longmemeval": DataSource("LongMemEval_S", LONGMEMEVAL_URL, LONGMEMEVAL_NAMES, None, check_longmemeval,
                                           "the xiaowu0162/longmemeval data set on the Hugging Face hub, file longmemeval_s")}
 
+# %% ../nbs/cli/32_commands.ipynb #34854590
 def _data_source(name) -> DataSource:
     if name not in DATA_SOURCES: raise ValueError(f"name: unknown benchmark {name!r}; expected one of {sorted(DATA_SOURCES)}")
     return DATA_SOURCES[name]
 
+# %% ../nbs/cli/32_commands.ipynb #33bcfdf7
 def _data_folder(path) -> tuple:
     "(root, origin) of a data folder; a ValueError when the root is a file (loaders take files, these look at folders)."
     root, origin = data_root(path)
     if root.is_file(): raise ValueError(f"path: {root} is a file; expected a data folder (from {origin})")
     return root, origin
 
+# %% ../nbs/cli/32_commands.ipynb #5a559122
 def _verified(file: Path, pin: str | None) -> bool | None:
     "Whether `file` has the pinned checksum (None when there is no pin)."
     return None if pin is None else sha256_of(file) == pin
@@ -433,6 +471,7 @@ def download_data(name: str, root=None, url: str | None = None, sha256: str | bo
     fetch_file(url, dest, pin, lambda p: _check_json(p, url, src.title, src.check), timeout, progress)
     return {"name": name, "path": str(dest), "action": "downloaded", "verified": True if pin else None}
 
+# %% ../nbs/cli/32_commands.ipynb #69c3f583
 def data_report(path=None) -> dict:
     "Where the benchmarks are looked up (argument > $EARMEM_DATA > default folder) and what is found there."
     root, origin = _data_folder(path)
@@ -444,7 +483,7 @@ def data_report(path=None) -> dict:
                                    "verified": _verified(found, src.sha256) if found else None}
     return out
 
-# %% ../nbs/cli/32_commands.ipynb #dd518201
+# %% ../nbs/cli/32_commands.ipynb #e79ba99d
 def _cmd_download(a):
     if a.sha256 is not None and a.no_checksum: raise ValueError("sha256: --sha256 and --no-checksum contradict each other")
     got = download_data(a.name, a.dir, a.url, False if a.no_checksum else (a.sha256 or True), a.force, a.timeout, not a.quiet)
@@ -453,6 +492,7 @@ def _cmd_download(a):
     where = "downloaded to" if got["action"] == "downloaded" else "already at"
     _emit(a, got, f"{DATA_SOURCES[a.name].title} {where} {got['path']} ({check})")
 
+# %% ../nbs/cli/32_commands.ipynb #6e97f75f
 def _data_lines(rep: dict) -> str:
     "`data_report` as text: the folder and its origin, then one line per benchmark."
     lines = [f"data folder: {rep['root']} (from {rep['origin']})"]
@@ -465,6 +505,7 @@ def _data_lines(rep: dict) -> str:
 
 def _cmd_data_path(a): rep = data_report(a.dir); _emit(a, rep, _data_lines(rep))
 
+# %% ../nbs/cli/32_commands.ipynb #5ca98344
 def _add_data_parser(sub) -> argparse.ArgumentParser:
     "`earmem data download NAME [--dir DIR] …` and `earmem data path [--dir DIR]`."
     p = sub.add_parser("data", help="get the benchmarks: download them, or see where they are looked up",
@@ -489,7 +530,7 @@ def _add_data_parser(sub) -> argparse.ArgumentParser:
         _json_flag(sp)
     return p
 
-# %% ../nbs/cli/32_commands.ipynb #b962fc3e
+# %% ../nbs/cli/32_commands.ipynb #5ef5916c
 _SERVERS = {"mcp": ("earmem.serve.mcp", "serve_mcp", "mcp", 8765), "http": ("earmem.serve.http", "serve_http", "server", 8766)}
 
 def _missing_extra(kind: str, e: ModuleNotFoundError) -> ImportError:
@@ -498,6 +539,7 @@ def _missing_extra(kind: str, e: ModuleNotFoundError) -> ImportError:
     return ImportError(f"serve {kind}: needs the optional package {(e.name or '?').split('.')[0]!r}: "
                        f"pip install \"earmem[{extra}]\"")
 
+# %% ../nbs/cli/32_commands.ipynb #07908889
 def _cmd_serve(a):
     "Serve the store: status lines go to stderr (stdout is the MCP channel over stdio)."
     module, func, _, port = _SERVERS[a.server]
@@ -508,6 +550,7 @@ def _cmd_serve(a):
     try: getattr(importlib.import_module(module), func)(a.store, **kw)
     except ModuleNotFoundError as e: raise _missing_extra(a.server, e) from None
 
+# %% ../nbs/cli/32_commands.ipynb #fe251c85
 def _add_serve_parser(sub) -> argparse.ArgumentParser:
     "`earmem serve mcp [--transport stdio|http] …` and `earmem serve http …`."
     p = sub.add_parser("serve", help="serve a memory store to agents (MCP server or HTTP API)",

@@ -16,10 +16,22 @@ from .matrix import ExperienceMatrix
 from ..toys import LowRankTruth
 
 # %% auto #0
-__all__ = ['LowRankCompleter', 'synthetic_stream', 'online_predictions', 'memory_mean_baseline', 'svd_baseline',
+__all__ = ['synthetic_stream', 'LowRankCompleter', 'online_predictions', 'memory_mean_baseline', 'svd_baseline',
            'holdout_comparison', 'benchmark_completion']
 
-# %% ../../nbs/earm/08_completion.ipynb #a12fc393
+# %% ../../nbs/earm/08_completion.ipynb #31db9b33
+def synthetic_stream(scores: np.ndarray, n_candidates: int, budget: int, seed: int = 0) -> ExperienceMatrix:
+    "An ExperienceMatrix over `scores`: each query retrieves `n_candidates` random memories and scores `budget` of them."
+    rng = np.random.default_rng(seed)
+    X = ExperienceMatrix(); X.add_memories([f"m{i}" for i in range(scores.shape[0])])
+    for t in range(scores.shape[1]):
+        cand = rng.choice(scores.shape[0], n_candidates, replace=False)
+        col = X.add_query(f"q{t}", [f"m{i}" for i in cand])
+        obs = cand[:budget]
+        X.observe(col, [f"m{i}" for i in obs], scores[obs, t])
+    return X
+
+# %% ../../nbs/earm/08_completion.ipynb #44c7652f
 _NOISE_PRIOR, _NOISE_PRIOR_WEIGHT = 0.05, 10.0  # prior residual variance of scores in [0, 1], worth 10 observations
 
 def _check_matrix_arg(X) -> ExperienceMatrix:
@@ -48,51 +60,39 @@ class LowRankCompleter(BaseEstimator):
         self._check_params()
         self._reset()
 
-    def _check_params(self):
-        check_int(self.rank, "rank", 1)
-        for name in ("reg", "init_scale"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not np.isfinite(v) or v <= 0:
-                raise ValueError(f"{name}: expected a positive finite number, got {v!r}")
-        if self.reg_scale not in ("count", "none"):
-            raise ValueError(f"reg_scale: expected 'none' (plain λ) or 'count' (λ·n, ALS-WR), got {self.reg_scale!r}")
-        if not isinstance(self.similarity, (bool, np.bool_)):
-            raise TypeError(f"similarity: expected True or False, got {type(self.similarity).__name__}")
-        check_int(self.n_sweeps, "n_sweeps", 1); check_int(self.refit_every, "refit_every", 0)
-        check_probability(self.refit_fraction, "refit_fraction")
-        check_int(self.refit_iter, "refit_iter", 1); check_int(self.n_iter, "n_iter", 1)
-        check_int(self.random_state, "random_state", 0)
-
-    def _reset(self):
-        k = self.rank + 1
-        self._nc = 1 + int(bool(self.similarity))  # query-side covariates: the bias β (and the similarity slope γ)
-        self.mu_, self.n_obs_, self._sq = 0.0, 0, 0.0
-        self.n_rows_, self.n_columns_seen_, self._last_sweep = 0, 0, 0
-        self._alpha, self._P, self._row_n = np.zeros(0), np.zeros((0, self.rank)), np.zeros(0, np.int64)
-        self._G, self._Sxr, self._Sx, self._Sxb = np.zeros((0, k, k)), np.zeros((0, k)), np.zeros((0, k)), np.zeros((0, k))
-        self._Q = np.zeros((0, self._nc + self.rank))  # per column θ_τ = [β_τ, (γ_τ), z_τ]
-        self._shape = (self.rank, bool(self.similarity))
-
     def __sklearn_is_fitted__(self): return self.n_columns_seen_ > 0
 
-# %% ../../nbs/earm/08_completion.ipynb #cdf0c24d
-@patch(as_prop=True)
-def alpha_(self: LowRankCompleter) -> np.ndarray: return self._alpha[:self.n_rows_]
-@patch(as_prop=True)
-def P_(self: LowRankCompleter) -> np.ndarray: return self._P[:self.n_rows_]
-@patch(as_prop=True)
-def row_n_(self: LowRankCompleter) -> np.ndarray: return self._row_n[:self.n_rows_]
-@patch(as_prop=True)
-def beta_(self: LowRankCompleter) -> np.ndarray: return self._Q[:self.n_columns_seen_, 0]
-@patch(as_prop=True)
-def gamma_(self: LowRankCompleter) -> np.ndarray | None: return self._Q[:self.n_columns_seen_, 1] if self._nc == 2 else None
-@patch(as_prop=True)
-def Z_(self: LowRankCompleter) -> np.ndarray: return self._Q[:self.n_columns_seen_, self._nc:]
-@patch(as_prop=True)
-def noise_var_(self: LowRankCompleter) -> float:
-    "σ², the residual variance of absorbed scores (shrunk towards a prior of 0.05)."
-    return (self._sq + _NOISE_PRIOR * _NOISE_PRIOR_WEIGHT) / (self.n_obs_ + _NOISE_PRIOR_WEIGHT)
+# %% ../../nbs/earm/08_completion.ipynb #167d12a6
+@patch
+def _check_params(self: LowRankCompleter):
+    "Raise a named error for any setting out of range."
+    check_int(self.rank, "rank", 1)
+    for name in ("reg", "init_scale"):
+        v = getattr(self, name)
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not np.isfinite(v) or v <= 0:
+            raise ValueError(f"{name}: expected a positive finite number, got {v!r}")
+    if self.reg_scale not in ("count", "none"):
+        raise ValueError(f"reg_scale: expected 'none' (plain λ) or 'count' (λ·n, ALS-WR), got {self.reg_scale!r}")
+    if not isinstance(self.similarity, (bool, np.bool_)):
+        raise TypeError(f"similarity: expected True or False, got {type(self.similarity).__name__}")
+    check_int(self.n_sweeps, "n_sweeps", 1); check_int(self.refit_every, "refit_every", 0)
+    check_probability(self.refit_fraction, "refit_fraction")
+    check_int(self.refit_iter, "refit_iter", 1); check_int(self.n_iter, "n_iter", 1)
+    check_int(self.random_state, "random_state", 0)
 
+@patch
+def _reset(self: LowRankCompleter):
+    "Empty state: no rows, no absorbed columns, statistics of the right widths."
+    k = self.rank + 1
+    self._nc = 1 + int(bool(self.similarity))  # query-side covariates: the bias β (and the similarity slope γ)
+    self.mu_, self.n_obs_, self._sq = 0.0, 0, 0.0
+    self.n_rows_, self.n_columns_seen_, self._last_sweep = 0, 0, 0
+    self._alpha, self._P, self._row_n = np.zeros(0), np.zeros((0, self.rank)), np.zeros(0, np.int64)
+    self._G, self._Sxr, self._Sx, self._Sxb = np.zeros((0, k, k)), np.zeros((0, k)), np.zeros((0, k)), np.zeros((0, k))
+    self._Q = np.zeros((0, self._nc + self.rank))  # per column θ_τ = [β_τ, (γ_τ), z_τ]
+    self._shape = (self.rank, bool(self.similarity))
+
+# %% ../../nbs/earm/08_completion.ipynb #45080684
 @patch
 def _row_init(self: LowRankCompleter, a: int, b: int) -> np.ndarray:
     "Initial factors of rows a..b-1 from a counter-based stream: row i always gets the same start."
@@ -103,11 +103,17 @@ def _row_init(self: LowRankCompleter, a: int, b: int) -> np.ndarray:
         out[lo - a:hi - a] = block[lo - c * chunk:hi - c * chunk]
     return out
 
+# %% ../../nbs/earm/08_completion.ipynb #4dc40e73
 def _grown(a: np.ndarray, cap: int) -> np.ndarray:
     "A copy of `a` with `cap` rows, the new ones zero."
     g = np.zeros((cap,) + a.shape[1:], a.dtype); g[:len(a)] = a
     return g
 
+@patch
+def _grow_cols(self: LowRankCompleter, n: int):
+    if n > len(self._Q): self._Q = _grown(self._Q, max(n, 2 * len(self._Q), 64))
+
+# %% ../../nbs/earm/08_completion.ipynb #b68c2f0a
 @patch
 def _sync_rows(self: LowRankCompleter, n: int):
     "Make room for `n` memory rows; new rows get their initial factors."
@@ -120,10 +126,7 @@ def _sync_rows(self: LowRankCompleter, n: int):
     self._P[self.n_rows_:n] = self._row_init(self.n_rows_, n)
     self.n_rows_ = n
 
-@patch
-def _grow_cols(self: LowRankCompleter, n: int):
-    if n > len(self._Q): self._Q = _grown(self._Q, max(n, 2 * len(self._Q), 64))
-
+# %% ../../nbs/earm/08_completion.ipynb #53fe989d
 @patch
 def _sims(self: LowRankCompleter, sims, what: str) -> np.ndarray | None:
     "The similarities the model needs (None when it does not use them); NaN means the caller never gave them."
@@ -133,7 +136,7 @@ def _sims(self: LowRankCompleter, sims, what: str) -> np.ndarray | None:
                          "pass similarity= to ExperienceMatrix.add_query (or to predict)")
     return sims
 
-# %% ../../nbs/earm/08_completion.ipynb #43c3ed22
+# %% ../../nbs/earm/08_completion.ipynb #fd7c72c4
 @patch
 def _ridge(self: LowRankCompleter, counts) -> np.ndarray:
     "λ for systems fitted to `counts` observations: λ·max(n, 1) with reg_scale='count', else λ."
@@ -148,6 +151,7 @@ def _features(self: LowRankCompleter, P, sims) -> np.ndarray:
     Y[:, self._nc:] = P
     return Y
 
+# %% ../../nbs/earm/08_completion.ipynb #d7092150
 @patch
 def _solve_query(self: LowRankCompleter, rows, vals, sims, masked: bool) -> tuple:
     "Closed-form θ = [β, (γ), z] of one column from its observed rows; also the normal matrix (for the variance)."
@@ -159,6 +163,7 @@ def _solve_query(self: LowRankCompleter, rows, vals, sims, masked: bool) -> tupl
     A = Y.T @ Y + self._ridge(len(rows)) * np.eye(Y.shape[1])
     return np.linalg.solve(A, Y.T @ (vals - self.mu_ - a)), A
 
+# %% ../../nbs/earm/08_completion.ipynb #876c7b8d
 @patch
 def _offsets(self: LowRankCompleter, theta, sims) -> np.ndarray | float:
     "The column's additive part β + γ·s for each of its cells."
@@ -174,6 +179,7 @@ def _add_column(self: LowRankCompleter, rows, vals, theta, sims, sign: float):
     self._Sx[rows] += sign * x
     self._Sxb[rows] += sign * o[:, None] * x
 
+# %% ../../nbs/earm/08_completion.ipynb #24e0026a
 @patch
 def _solve_rows(self: LowRankCompleter, rows):
     "Re-solve (α_i, p_i) of `rows` from their sufficient statistics (one batched solve)."
@@ -182,7 +188,7 @@ def _solve_rows(self: LowRankCompleter, rows):
     sol = np.linalg.solve(A, b[..., None])[..., 0]
     self._alpha[rows], self._P[rows] = sol[:, 0], sol[:, 1:]
 
-# %% ../../nbs/earm/08_completion.ipynb #b34e108b
+# %% ../../nbs/earm/08_completion.ipynb #a4fd600f
 class _Pattern:
     "The observed cells of a sweep as sparse (rows × columns) matrices, plus outer-product packing helpers."
     def __init__(self, rows, cols, vals, sims, R: int, C: int, k: int):
@@ -203,6 +209,7 @@ class _Pattern:
         out = np.empty((n, self.k, self.k)); out[:, self.iu[0], self.iu[1]] = T; out[:, self.iu[1], self.iu[0]] = T
         return out
 
+# %% ../../nbs/earm/08_completion.ipynb #dd87ae94
 @patch
 def _sweep_columns(self: LowRankCompleter, pt: _Pattern, R: int, C: int):
     "Solve every absorbed column given the rows: design y = [1, (s), p], target r − μ − α."
@@ -221,6 +228,7 @@ def _sweep_columns(self: LowRankCompleter, pt: _Pattern, R: int, C: int):
         b[:, 1] = np.asarray(pt.SRt.sum(axis=1)).ravel() - pt.Svt @ off
     self._Q[:C] = np.linalg.solve(A + self._ridge(A[:, 0, 0])[:, None, None] * np.eye(q), b[..., None])[..., 0]
 
+# %% ../../nbs/earm/08_completion.ipynb #c517765e
 @patch
 def _sweep_rows(self: LowRankCompleter, pt: _Pattern, R: int, C: int):
     "Recompute every row's statistics exactly from the columns (features x = [1, z], offsets β + γ·s), then solve."
@@ -231,7 +239,7 @@ def _sweep_rows(self: LowRankCompleter, pt: _Pattern, R: int, C: int):
     self._Sxb[:R] = pt.W @ (Xc * self._Q[:C, :1]) + (pt.Sv @ (Xc * self._Q[:C, 1:2]) if nc == 2 else 0.0)
     self._solve_rows(np.flatnonzero(self._row_n[:R] > 0))
 
-# %% ../../nbs/earm/08_completion.ipynb #116cea3d
+# %% ../../nbs/earm/08_completion.ipynb #efa6cbc9
 @patch
 def _sweeps(self: LowRankCompleter, X: ExperienceMatrix, n_iter: int):
     "Full warm-started ALS sweeps over every absorbed column, then every row; recomputes the statistics exactly."
@@ -260,7 +268,32 @@ def fit(self: LowRankCompleter, X: ExperienceMatrix, y=None, upto: int | None = 
     self._sweeps(X, self.n_iter)
     return self
 
-# %% ../../nbs/earm/08_completion.ipynb #6d0b8cb1
+# %% ../../nbs/earm/08_completion.ipynb #641672f2
+@patch(as_prop=True)
+def alpha_(self: LowRankCompleter) -> np.ndarray: return self._alpha[:self.n_rows_]
+
+@patch(as_prop=True)
+def P_(self: LowRankCompleter) -> np.ndarray: return self._P[:self.n_rows_]
+
+@patch(as_prop=True)
+def row_n_(self: LowRankCompleter) -> np.ndarray: return self._row_n[:self.n_rows_]
+
+# %% ../../nbs/earm/08_completion.ipynb #b8f662e5
+@patch(as_prop=True)
+def beta_(self: LowRankCompleter) -> np.ndarray: return self._Q[:self.n_columns_seen_, 0]
+
+@patch(as_prop=True)
+def gamma_(self: LowRankCompleter) -> np.ndarray | None: return self._Q[:self.n_columns_seen_, 1] if self._nc == 2 else None
+
+@patch(as_prop=True)
+def Z_(self: LowRankCompleter) -> np.ndarray: return self._Q[:self.n_columns_seen_, self._nc:]
+
+@patch(as_prop=True)
+def noise_var_(self: LowRankCompleter) -> float:
+    "σ², the residual variance of absorbed scores (shrunk towards a prior of 0.05)."
+    return (self._sq + _NOISE_PRIOR * _NOISE_PRIOR_WEIGHT) / (self.n_obs_ + _NOISE_PRIOR_WEIGHT)
+
+# %% ../../nbs/earm/08_completion.ipynb #63e8cebd
 @patch
 def _absorb(self: LowRankCompleter, col: int, rows, vals, sims):
     "Online ALS on one new column's anchors: n_sweeps alternations, then its θ and the rows' counts and residuals."
@@ -279,6 +312,7 @@ def _absorb(self: LowRankCompleter, col: int, rows, vals, sims):
     e = vals - (self.mu_ + self._alpha[rows] + self._offsets(theta, sims) + self._P[rows] @ theta[self._nc:])
     self._sq += float(e @ e)
 
+# %% ../../nbs/earm/08_completion.ipynb #515a103d
 @patch
 def partial_fit(self: LowRankCompleter, X: ExperienceMatrix, col: int | None = None) -> LowRankCompleter:
     "Absorb the next column (its anchors) by a warm-started online ALS update; columns go strictly in order."
@@ -298,19 +332,7 @@ def partial_fit(self: LowRankCompleter, X: ExperienceMatrix, col: int | None = N
         self._sweeps(X, self.refit_iter); self._last_sweep = self.n_columns_seen_
     return self
 
-# %% ../../nbs/earm/08_completion.ipynb #f962d608
-@patch
-def predict(self: LowRankCompleter, X: ExperienceMatrix, col: int, ids: Sequence[str] | None = None,
-            return_std: bool = False, similarity=None):
-    "Complete column `col` from the model (columns before it) and its own anchors; default rows: its candidates."
-    X = _check_matrix_arg(X)
-    col = X._col(col)
-    if col < self.n_columns_seen_:
-        raise ValueError(f"col: column {col} is already absorbed (the model has seen columns 0..{self.n_columns_seen_ - 1}); "
-                         "predicting it now would use its own scores as history — predict before partial_fit")
-    rows = X.retrieved(col) if ids is None else X.rows(ids)
-    return self._predict_rows(X, col, rows, return_std, similarity)
-
+# %% ../../nbs/earm/08_completion.ipynb #fe09578a
 @patch
 def _row_sims(self: LowRankCompleter, X: ExperienceMatrix, col: int, rows, similarity) -> np.ndarray | None:
     "Similarities of the predicted rows, when the model uses them (from the matrix unless given)."
@@ -319,6 +341,7 @@ def _row_sims(self: LowRankCompleter, X: ExperienceMatrix, col: int, rows, simil
     if sims.shape != (len(rows),): raise ValueError(f"similarity: expected {len(rows)} values, got shape {sims.shape}")
     return self._sims(sims, "a requested memory (not a candidate of this column)")
 
+# %% ../../nbs/earm/08_completion.ipynb #1c0c0209
 @patch
 def _predict_rows(self: LowRankCompleter, X: ExperienceMatrix, col: int, rows: np.ndarray, return_std: bool = False,
                   similarity=None):
@@ -340,17 +363,18 @@ def _predict_rows(self: LowRankCompleter, X: ExperienceMatrix, col: int, rows: n
     var_memory = np.linalg.solve(Ai, np.broadcast_to(x, (len(rows), self.rank + 1))[..., None])[..., 0] @ x
     return pred, np.sqrt(self.noise_var_ * (var_query + var_memory))
 
-# %% ../../nbs/earm/08_completion.ipynb #31db9b33
-def synthetic_stream(scores: np.ndarray, n_candidates: int, budget: int, seed: int = 0) -> ExperienceMatrix:
-    "An ExperienceMatrix over `scores`: each query retrieves `n_candidates` random memories and scores `budget` of them."
-    rng = np.random.default_rng(seed)
-    X = ExperienceMatrix(); X.add_memories([f"m{i}" for i in range(scores.shape[0])])
-    for t in range(scores.shape[1]):
-        cand = rng.choice(scores.shape[0], n_candidates, replace=False)
-        col = X.add_query(f"q{t}", [f"m{i}" for i in cand])
-        obs = cand[:budget]
-        X.observe(col, [f"m{i}" for i in obs], scores[obs, t])
-    return X
+# %% ../../nbs/earm/08_completion.ipynb #64dce28d
+@patch
+def predict(self: LowRankCompleter, X: ExperienceMatrix, col: int, ids: Sequence[str] | None = None,
+            return_std: bool = False, similarity=None):
+    "Complete column `col` from the model (columns before it) and its own anchors; default rows: its candidates."
+    X = _check_matrix_arg(X)
+    col = X._col(col)
+    if col < self.n_columns_seen_:
+        raise ValueError(f"col: column {col} is already absorbed (the model has seen columns 0..{self.n_columns_seen_ - 1}); "
+                         "predicting it now would use its own scores as history — predict before partial_fit")
+    rows = X.retrieved(col) if ids is None else X.rows(ids)
+    return self._predict_rows(X, col, rows, return_std, similarity)
 
 # %% ../../nbs/earm/08_completion.ipynb #5a0ffed7
 def online_predictions(X: ExperienceMatrix, completer: LowRankCompleter, with_std: bool = False) -> list:
@@ -361,7 +385,7 @@ def online_predictions(X: ExperienceMatrix, completer: LowRankCompleter, with_st
         completer.partial_fit(X, col)
     return out
 
-# %% ../../nbs/earm/08_completion.ipynb #3a0bd586
+# %% ../../nbs/earm/08_completion.ipynb #d76e09da
 def memory_mean_baseline(X: ExperienceMatrix, col: int, rows: np.ndarray) -> np.ndarray:
     "Each memory's mean observed score in columns `< col`; the overall mean of those columns when it has none."
     r, _, v = X.observed(upto=col)
@@ -369,6 +393,7 @@ def memory_mean_baseline(X: ExperienceMatrix, col: int, rows: np.ndarray) -> np.
     sums, cnt = np.bincount(r, v, minlength=X.n_rows), np.bincount(r, minlength=X.n_rows)
     return np.where(cnt[rows] > 0, sums[rows] / np.maximum(cnt[rows], 1), v.mean())
 
+# %% ../../nbs/earm/08_completion.ipynb #9249fede
 def svd_baseline(X: ExperienceMatrix, col: int, rows: np.ndarray, rank: int = 8, seed: int = 0,
                  solver: str = "gram") -> np.ndarray:
     "Impute-then-SVD: memory means plus the rank-`rank` truncated SVD of the sparse residuals of columns ≤ `col`."
@@ -390,6 +415,7 @@ def svd_baseline(X: ExperienceMatrix, col: int, rows: np.ndarray, rank: int = 8,
     V = V[:, np.argsort(w)[::-1][:k]]
     return np.clip(mean[rows] + (M[rows] @ V) @ V[col], 0, 1)
 
+# %% ../../nbs/earm/08_completion.ipynb #4058e011
 def holdout_comparison(scores: np.ndarray, n_candidates: int = 80, n_scored: int = 40, budget: int = 12,
                        rank: int = 3, reg: float = 0.1, seed: int = 0) -> dict:
     "RMSE and AUC (score ≥ 0.5) on scored-but-hidden cells of a causal stream: EARM completion vs. baselines."
@@ -419,16 +445,7 @@ def _holdout(scores, n_candidates, n_scored, budget, rank, reg, seed) -> dict:
     return {m: {"rmse": float(np.sqrt(np.mean((np.concatenate(p) - y) ** 2))),
                 "auc": roc_auc(np.concatenate(p), y >= 0.5)} for m, p in preds.items()}
 
-# %% ../../nbs/earm/08_completion.ipynb #1f42769b
-def benchmark_completion(n_memories: int = 600, n_queries: int = 1500, rank: int = 8, n_candidates: int = 200,
-                         budget: int = 35, n_timed: int = 200, refit_every: int = 25, seed: int = 0,
-                         threads: int | None = 1) -> dict:
-    "Time one online completion step (predict the new query with variances + partial_fit) after a long history."
-    from threadpoolctl import threadpool_limits
-    with threadpool_limits(limits=threads):
-        out = _benchmark(n_memories, n_queries, rank, n_candidates, budget, n_timed, refit_every, seed)
-    return {**out, "blas_threads": threads or "default"}
-
+# %% ../../nbs/earm/08_completion.ipynb #7b84bb74
 def _benchmark(n_memories, n_queries, rank, n_candidates, budget, n_timed, refit_every, seed) -> dict:
     rng = np.random.default_rng(seed)
     total = n_queries + n_timed
@@ -453,3 +470,13 @@ def _benchmark(n_memories, n_queries, rank, n_candidates, budget, n_timed, refit
             "budget": budget, "observed_cells": X.nnz, "step_ms_median": float(np.median(ms)),
             "step_ms_mean": float(ms.mean()), "step_ms_p95": float(np.percentile(ms, 95)),
             "bookkeeping_ms_median": float(1e3 * np.median(book)), "full_sweep_ms": 1e3 * sweep}
+
+# %% ../../nbs/earm/08_completion.ipynb #3311db33
+def benchmark_completion(n_memories: int = 600, n_queries: int = 1500, rank: int = 8, n_candidates: int = 200,
+                         budget: int = 35, n_timed: int = 200, refit_every: int = 25, seed: int = 0,
+                         threads: int | None = 1) -> dict:
+    "Time one online completion step (predict the new query with variances + partial_fit) after a long history."
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(limits=threads):
+        out = _benchmark(n_memories, n_queries, rank, n_candidates, budget, n_timed, refit_every, seed)
+    return {**out, "blas_threads": threads or "default"}

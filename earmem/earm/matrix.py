@@ -38,6 +38,7 @@ class _Buffer:
     def values(self) -> np.ndarray: return self._a[:self.n]
     def __len__(self): return self.n
 
+# %% ../../nbs/earm/07_matrix.ipynb #3fae1ad9
 def _check_ids(ids, name: str = "ids", unique: bool = True) -> list:
     "Validate a sequence of string ids (a lone string is refused); optionally require them to be distinct."
     if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
@@ -76,7 +77,7 @@ class ExperienceMatrix:
     def nnz(self) -> int: return len(self._obs_val)
     def __repr__(self): return f"ExperienceMatrix({self.n_rows} memories × {self.n_cols} queries, {self.nnz} observed)"
 
-# %% ../../nbs/earm/07_matrix.ipynb #cf8a0d32
+# %% ../../nbs/earm/07_matrix.ipynb #55e6f343
 @patch
 def add_memories(self: ExperienceMatrix, ids: Sequence[str]) -> np.ndarray:
     "Register memory rows (ids already present keep their row); new rows are born at the current column count."
@@ -99,6 +100,7 @@ def rows(self: ExperienceMatrix, ids: Sequence[str]) -> np.ndarray:
     except KeyError as e:
         raise ValueError(f"ids: unknown memory id {e.args[0]!r} (not a row of this experience matrix)") from None
 
+# %% ../../nbs/earm/07_matrix.ipynb #8e5b0972
 def _check_similarity(similarity, n: int) -> np.ndarray:
     "Retriever similarities of `n` candidates (NaN when not given)."
     if similarity is None: return np.full(n, np.nan)
@@ -152,7 +154,7 @@ def observe(self: ExperienceMatrix, col: int, ids: Sequence[str], scores) -> np.
     self._obs_sim.extend(self._ret_sim.values[start + pos])
     return rows
 
-# %% ../../nbs/earm/07_matrix.ipynb #7b89fe5f
+# %% ../../nbs/earm/07_matrix.ipynb #65d89e02
 @patch
 def _col(self: ExperienceMatrix, col) -> int:
     if not self.n_cols: raise ValueError("col: the matrix has no columns yet; add a query first")
@@ -163,6 +165,7 @@ def _span(self: ExperienceMatrix, starts: _Buffer, total: int, col: int) -> tupl
     a = int(starts.values[col])
     return a, int(starts.values[col + 1]) if col + 1 < self.n_cols else total
 
+# %% ../../nbs/earm/07_matrix.ipynb #d95dac07
 @patch
 def retrieved(self: ExperienceMatrix, col: int) -> np.ndarray:
     "Rows retrieved for column `col`, in retriever order."
@@ -174,6 +177,7 @@ def retrieved_ids(self: ExperienceMatrix, col: int) -> list:
     "Memory ids retrieved for column `col`, in retriever order."
     return [self.memory_ids[r] for r in self.retrieved(col)]
 
+# %% ../../nbs/earm/07_matrix.ipynb #a9fd7886
 @patch
 def similarity(self: ExperienceMatrix, col: int, rows=None) -> np.ndarray:
     "Retriever similarity of column `col`'s candidates (retriever order), or of `rows` (NaN where not retrieved)."
@@ -190,6 +194,7 @@ def observations(self: ExperienceMatrix, col: int, similarity: bool = False) -> 
     out = (self._obs_row.values[a:b].astype(np.int64), self._obs_val.values[a:b].copy())
     return out + (self._obs_sim.values[a:b].copy(),) if similarity else out
 
+# %% ../../nbs/earm/07_matrix.ipynb #7cb7e080
 @patch
 def _upto(self: ExperienceMatrix, upto) -> int:
     return self.n_cols if upto is None else check_int(upto, "upto", 0, self.n_cols)
@@ -203,7 +208,7 @@ def observed(self: ExperienceMatrix, upto: int | None = None, similarity: bool =
            self._obs_val.values[:end].copy())
     return out + (self._obs_sim.values[:end].copy(),) if similarity else out
 
-# %% ../../nbs/earm/07_matrix.ipynb #e5d2be8d
+# %% ../../nbs/earm/07_matrix.ipynb #cf8af81a
 @patch
 def history_counts(self: ExperienceMatrix, upto: int | None = None) -> np.ndarray:
     "Per row: how many of its cells in columns `< upto` are observed."
@@ -214,6 +219,7 @@ def born(self: ExperienceMatrix, memory_id: str) -> int:
     "The column count at which the memory's row was registered (earlier cells are unavailable)."
     return int(self._born.values[self.rows([memory_id])[0]])
 
+# %% ../../nbs/earm/07_matrix.ipynb #91bb31cf
 @patch
 def state(self: ExperienceMatrix, memory_id: str, col: int) -> str:
     "State of one cell: 'observed', 'retrieved' (unscored candidate), 'not retrieved' or 'unavailable'."
@@ -222,6 +228,7 @@ def state(self: ExperienceMatrix, memory_id: str, col: int) -> str:
     if r in self.observations(col)[0]: return OBSERVED
     return RETRIEVED if r in self.retrieved(col) else NOT_RETRIEVED
 
+# %% ../../nbs/earm/07_matrix.ipynb #71349828
 @patch
 def to_sparse(self: ExperienceMatrix, upto: int | None = None, kind: str = "scores") -> sp.csr_matrix:
     "A scipy CSR matrix (rows × columns `< upto`): 'scores' (explicit zeros kept), 'observed' or 'retrieved' masks."
@@ -237,7 +244,7 @@ def to_sparse(self: ExperienceMatrix, upto: int | None = None, kind: str = "scor
     else: raise ValueError(f"kind: expected 'scores', 'observed' or 'retrieved', got {kind!r}")
     return sp.csr_matrix((data, (r, c)), shape=(self.n_rows, upto))
 
-# %% ../../nbs/earm/07_matrix.ipynb #cc83eed0
+# %% ../../nbs/earm/07_matrix.ipynb #04d7b51d
 _MATRIX_ARRAYS = ("born", "ret_start", "ret", "ret_sim", "obs_start", "obs_row", "obs_col", "obs_val", "obs_sim")
 
 @patch
@@ -250,6 +257,7 @@ def save(self: ExperienceMatrix, path: str | Path) -> Path:
     atomic_write(path, buf.getvalue())
     return Path(path)
 
+# %% ../../nbs/earm/07_matrix.ipynb #6a7b0846
 def _read_matrix_file(path) -> tuple:
     "(metadata, arrays) of a saved matrix; a ValueError naming `path` when it is not one."
     try:

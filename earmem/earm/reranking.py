@@ -9,17 +9,18 @@ from dataclasses import dataclass, field
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
-from ..core import Candidates, Memory, MemoryBank, Query, check_int, check_probability
+from ..core import Candidates, Memory, MemoryBank, Query, check_int, check_number, check_probability
 from ..ear.critic import check_scores
 from .matrix import ExperienceMatrix, CountingScorer
 from .completion import LowRankCompleter
 
 # %% auto #0
 __all__ = ['PAPER_BUDGETS', 'PAPER_BLOCKS', 'POLICIES', 'StageSchedule', 'split_anchors', 'rank_full', 'rank_observed',
-           'mixed_scores', 'rank_mixed', 'chronological_key', 'build_context', 'EARMStep', 'EARM']
+           'mixed_scores', 'rank_mixed', 'chronological_key', 'build_context', 'EARMStep', 'EARM', 'EARMConfig']
 
-# %% ../../nbs/earm/09_reranking.ipynb #28e9142e
+# %% ../../nbs/earm/09_reranking.ipynb #f9651a57
 PAPER_BUDGETS = (200, 80, 50, 40, 35)  # direct scores per query, stage by stage, for N = 200 candidates
+
 PAPER_BLOCKS = 14  # blocks per conversation: B1–B4 take the first four, B5+ the rest (matches the paper's 25.6 % of Full)
 
 @dataclass(frozen=True)
@@ -36,22 +37,24 @@ class StageSchedule:
         object.__setattr__(self, "budgets", tuple(check_int(x, f"budgets[{i}]", 1) for i, x in enumerate(b)))
         check_int(self.block_size, "block_size", 1)
 
-    @classmethod
-    def equal_blocks(cls, n_queries: int, budgets: Sequence[int] = PAPER_BUDGETS) -> "StageSchedule":
-        "One block per budget, of equal length, covering a stream of `n_queries`."
-        n = check_int(n_queries, "n_queries", 1)
-        return cls(tuple(budgets), max(1, math.ceil(n / len(tuple(budgets)))))
-
-    @classmethod
-    def for_stream(cls, n_queries: int, budgets: Sequence[int] = PAPER_BUDGETS, blocks: int = PAPER_BLOCKS) -> "StageSchedule":
-        "Cut a stream of `n_queries` into `blocks` equal blocks (the last budget covers every block past the list)."
-        n, k = check_int(n_queries, "n_queries", 1), check_int(blocks, "blocks", 1)
-        return cls(tuple(budgets), max(1, math.ceil(n / k)))
-
     @property
     def n_stages(self) -> int: return len(self.budgets)
 
-# %% ../../nbs/earm/09_reranking.ipynb #29a9b42d
+# %% ../../nbs/earm/09_reranking.ipynb #4493b4e0
+@patch(cls_method=True)
+def equal_blocks(cls: StageSchedule, n_queries: int, budgets: Sequence[int] = PAPER_BUDGETS) -> StageSchedule:
+    "One block per budget, of equal length, covering a stream of `n_queries`."
+    n = check_int(n_queries, "n_queries", 1)
+    return cls(tuple(budgets), max(1, math.ceil(n / len(tuple(budgets)))))
+
+@patch(cls_method=True)
+def for_stream(cls: StageSchedule, n_queries: int, budgets: Sequence[int] = PAPER_BUDGETS,
+               blocks: int = PAPER_BLOCKS) -> StageSchedule:
+    "Cut a stream of `n_queries` into `blocks` equal blocks (the last budget covers every block past the list)."
+    n, k = check_int(n_queries, "n_queries", 1), check_int(blocks, "blocks", 1)
+    return cls(tuple(budgets), max(1, math.ceil(n / k)))
+
+# %% ../../nbs/earm/09_reranking.ipynb #c3525aa3
 @patch
 def stage(self: StageSchedule, t: int) -> int:
     "Stage (0-based) of query index `t`."
@@ -65,6 +68,7 @@ def budget(self: StageSchedule, t: int, n_candidates: int | None = None) -> int:
         raise ValueError(f"budget: {b} direct scores asked for query {t} but the pool has only N={n_candidates} candidates")
     return b
 
+# %% ../../nbs/earm/09_reranking.ipynb #0ab0ff5d
 @patch
 def check(self: StageSchedule, n_candidates: int):
     "Raise unless every budget fits a pool of `n_candidates`."
@@ -77,6 +81,7 @@ def total_calls(self: StageSchedule, n_queries: int) -> int:
     "Direct scores the schedule spends on a stream of `n_queries`."
     return sum(self.budgets[self.stage(t)] for t in range(check_int(n_queries, "n_queries", 0)))
 
+# %% ../../nbs/earm/09_reranking.ipynb #528578ce
 def split_anchors(n: int, budget: int, rng: np.random.Generator, head_fraction: float = 0.5) -> np.ndarray:
     "Anchor positions (retriever order): the top ⌈head·budget⌉ candidates plus a seeded uniform draw from the rest."
     n, budget = check_int(n, "n", 1), check_int(budget, "budget", 0)
@@ -88,7 +93,7 @@ def split_anchors(n: int, budget: int, rng: np.random.Generator, head_fraction: 
     tail = rng.choice(np.arange(h, n), budget - h, replace=False)
     return np.concatenate([np.arange(h), np.sort(tail)]).astype(np.int64)
 
-# %% ../../nbs/earm/09_reranking.ipynb #dd30246d
+# %% ../../nbs/earm/09_reranking.ipynb #e1efbb87
 POLICIES = ("semantic", "full", "observed", "mixed")
 
 def _order(scores) -> np.ndarray:
@@ -100,6 +105,7 @@ def rank_full(scores) -> np.ndarray:
     "Full reranking: every candidate by its direct score."
     return _order(scores)
 
+# %% ../../nbs/earm/09_reranking.ipynb #26160027
 def _check_anchors(n: int, anchors, observed) -> tuple:
     a = np.asarray(anchors, dtype=np.int64).ravel()
     if len(a) and (a.min() < 0 or a.max() >= n): raise ValueError(f"anchors: positions must lie in [0, {n - 1}]")
@@ -112,6 +118,7 @@ def rank_observed(n: int, anchors, observed) -> np.ndarray:
     rest = np.setdiff1d(np.arange(n), a)
     return np.concatenate([a[_order(o)] if len(a) else a, rest]).astype(np.int64)
 
+# %% ../../nbs/earm/09_reranking.ipynb #919c743c
 def mixed_scores(completed, anchors, observed) -> np.ndarray:
     "Completed scores with every anchor's entry replaced by its observed score."
     s = np.array(completed, dtype=float)
@@ -123,6 +130,7 @@ def rank_mixed(completed, anchors, observed) -> np.ndarray:
     "Mixed (EARM): observed scores where available, completed scores elsewhere, one ranking."
     return _order(mixed_scores(completed, anchors, observed))
 
+# %% ../../nbs/earm/09_reranking.ipynb #b1d66f57
 _DIA = re.compile(r"^D(\d+):(\d+)$")
 
 def chronological_key(memory: Memory, position: int = 0) -> tuple:
@@ -130,13 +138,14 @@ def chronological_key(memory: Memory, position: int = 0) -> tuple:
     m = _DIA.match(memory.id)
     return (memory.timestamp or "",) + ((int(m.group(1)), int(m.group(2))) if m else (math.inf, math.inf)) + (position,)
 
+# %% ../../nbs/earm/09_reranking.ipynb #4ee1227e
 def build_context(ranked: Sequence[Memory], context_size: int, positions: dict | None = None) -> list:
     "The top-`context_size` of a ranking, restored to chronological order (`positions`: memory id → bank position)."
     context_size = check_int(context_size, "context_size", 1)
     pos = positions or {}
     return sorted(list(ranked)[:context_size], key=lambda m: chronological_key(m, pos.get(m.id, 0)))
 
-# %% ../../nbs/earm/09_reranking.ipynb #43cea2bb
+# %% ../../nbs/earm/09_reranking.ipynb #12caf297
 @dataclass
 class EARMStep:
     "What EARM saw and decided for one query."
@@ -153,31 +162,37 @@ class EARMStep:
     extra_scores: np.ndarray = field(default_factory=lambda: np.zeros(0))  # their lower-bound completed scores
     positions: dict | None = None  # memory id → bank position (chronological tie-break)
 
-    def order(self, policy: str = "mixed", expand: bool = False) -> np.ndarray:
-        "Positions in `candidates` (then `extra`, when expanding) in the order of `policy`."
-        n = len(self.candidates)
-        if policy == "semantic": return np.arange(n)
-        if policy == "observed": return rank_observed(n, self.anchors, self.observed)
-        if policy == "completed": s = np.asarray(self.completed, float)
-        elif policy == "mixed": s = mixed_scores(self.completed, self.anchors, self.observed)
-        else: raise ValueError(f"policy: expected one of 'semantic', 'observed', 'mixed', 'completed', got {policy!r}")
-        if expand: s = np.concatenate([s, self.extra_scores])
-        return _order(s)
+# %% ../../nbs/earm/09_reranking.ipynb #789e348d
+@patch
+def order(self: EARMStep, policy: str = "mixed", expand: bool = False) -> np.ndarray:
+    "Positions in `candidates` (then `extra`, when expanding) in the order of `policy`."
+    n = len(self.candidates)
+    if policy == "semantic": return np.arange(n)
+    if policy == "observed": return rank_observed(n, self.anchors, self.observed)
+    if policy == "completed": s = np.asarray(self.completed, float)
+    elif policy == "mixed": s = mixed_scores(self.completed, self.anchors, self.observed)
+    else: raise ValueError(f"policy: expected one of 'semantic', 'observed', 'mixed', 'completed', got {policy!r}")
+    if expand: s = np.concatenate([s, self.extra_scores])
+    return _order(s)
 
-    def ranking(self, policy: str = "mixed", expand: bool = False) -> list:
-        "Memories in the order of `policy`."
-        pool = list(self.candidates.memories) + (list(self.extra) if expand else [])
-        return [pool[i] for i in self.order(policy, expand)]
+# %% ../../nbs/earm/09_reranking.ipynb #329a621c
+@patch
+def ranking(self: EARMStep, policy: str = "mixed", expand: bool = False) -> list:
+    "Memories in the order of `policy`."
+    pool = list(self.candidates.memories) + (list(self.extra) if expand else [])
+    return [pool[i] for i in self.order(policy, expand)]
 
-    def ids(self, policy: str = "mixed", expand: bool = False) -> list:
-        "Memory ids in the order of `policy`."
-        return [m.id for m in self.ranking(policy, expand)]
+@patch
+def ids(self: EARMStep, policy: str = "mixed", expand: bool = False) -> list:
+    "Memory ids in the order of `policy`."
+    return [m.id for m in self.ranking(policy, expand)]
 
-    def context(self, context_size: int = 10, policy: str = "mixed", expand: bool = False) -> list:
-        "The top-`context_size` memories of `policy`, in chronological order (what the answering model reads)."
-        return build_context(self.ranking(policy, expand), context_size, self.positions)
+@patch
+def context(self: EARMStep, context_size: int = 10, policy: str = "mixed", expand: bool = False) -> list:
+    "The top-`context_size` memories of `policy`, in chronological order (what the answering model reads)."
+    return build_context(self.ranking(policy, expand), context_size, self.positions)
 
-# %% ../../nbs/earm/09_reranking.ipynb #4d6a4ea4
+# %% ../../nbs/earm/09_reranking.ipynb #5ccaa04a
 class EARM:
     "Experience-amortized reranking over one persistent memory bank, one query at a time (§IV)."
     def __init__(self, bank: MemoryBank, scorer, *,
@@ -212,21 +227,23 @@ class EARM:
         self.credit, self._u_sum, self._u_n = 0, 0.0, 0  # adaptive budget: unspent calls, running mean uncertainty
         self.seconds = 0.0  # time spent in completion (predict + partial_fit)
 
-    def _set_modes(self, anchors, budget, head_fraction, kappa, expand_support, expand_penalty, expand_threshold, context_size):
-        "Check and store the anchor, budget and expansion settings."
-        if anchors not in ("split", "variance"): raise ValueError(f"anchors: expected 'split' or 'variance', got {anchors!r}")
-        if budget not in ("fixed", "adaptive"): raise ValueError(f"budget: expected 'fixed' or 'adaptive', got {budget!r}")
-        if expand_support is not None: check_probability(expand_support, "expand_support")
-        self.anchor_mode, self.budget_mode, self.head_fraction, self.kappa = anchors, budget, head_fraction, float(kappa)
-        self.expand_support, self.context_size = expand_support, check_int(context_size, "context_size", 1)
-        self.expand_penalty, self.expand_threshold = float(expand_penalty), float(expand_threshold)
+# %% ../../nbs/earm/09_reranking.ipynb #46dbb935
+@patch
+def _set_modes(self: EARM, anchors, budget, head_fraction, kappa, expand_support, expand_penalty, expand_threshold, context_size):
+    "Check and store the anchor, budget and expansion settings."
+    if anchors not in ("split", "variance"): raise ValueError(f"anchors: expected 'split' or 'variance', got {anchors!r}")
+    if budget not in ("fixed", "adaptive"): raise ValueError(f"budget: expected 'fixed' or 'adaptive', got {budget!r}")
+    if expand_support is not None: check_probability(expand_support, "expand_support")
+    self.anchor_mode, self.budget_mode, self.head_fraction, self.kappa = anchors, budget, head_fraction, float(kappa)
+    self.expand_support, self.context_size = expand_support, check_int(context_size, "context_size", 1)
+    self.expand_penalty, self.expand_threshold = float(expand_penalty), float(expand_threshold)
 
-    @property
-    def calls(self) -> int:
-        "Direct scorer calls (query, memory pairs) charged so far."
-        return self.scorer.calls
+@patch(as_prop=True)
+def calls(self: EARM) -> int:
+    "Direct scorer calls (query, memory pairs) charged so far."
+    return self.scorer.calls
 
-# %% ../../nbs/earm/09_reranking.ipynb #61b85bb6
+# %% ../../nbs/earm/09_reranking.ipynb #db4b4930
 @patch
 def _observe(self: EARM, query, cands, col, idx) -> np.ndarray:
     "Score the candidates at positions `idx` directly and store the scores in the open column."
@@ -244,6 +261,7 @@ def _predict(self: EARM, col, with_std=True):
     self.seconds += time.perf_counter() - t0
     return out
 
+# %% ../../nbs/earm/09_reranking.ipynb #01887114
 @patch
 def _ucb(self: EARM, mean, std, taken, m) -> np.ndarray:
     "The `m` unscored candidates with the largest mean + κ·std (ties broken at random, seeded)."
@@ -253,6 +271,7 @@ def _ucb(self: EARM, mean, std, taken, m) -> np.ndarray:
     order = np.lexsort((self.rng.random(len(free)), -u))
     return free[order[:m]]
 
+# %% ../../nbs/earm/09_reranking.ipynb #c7f66889
 @patch
 def _adaptive_budget(self: EARM, mean, std, head, h: int, fixed: int) -> int:
     "The schedule's budget scaled by this query's uncertainty over its running mean, within the credit account."
@@ -267,7 +286,7 @@ def _adaptive_budget(self: EARM, mean, std, head, h: int, fixed: int) -> int:
     self.credit -= b
     return b
 
-# %% ../../nbs/earm/09_reranking.ipynb #45b2227c
+# %% ../../nbs/earm/09_reranking.ipynb #7c93a4a5
 @patch
 def _anchors(self: EARM, query, candidates, col, fixed: int) -> tuple:
     "(anchor positions, their observed scores) for a query whose schedule budget is `fixed`."
@@ -279,6 +298,7 @@ def _anchors(self: EARM, query, candidates, col, fixed: int) -> tuple:
     else: return self._anchors_by_uncertainty(query, candidates, col, fixed)
     return anchors, self._observe(query, candidates, col, anchors)
 
+# %% ../../nbs/earm/09_reranking.ipynb #5eaae32c
 @patch
 def _anchors_by_uncertainty(self: EARM, query, candidates, col, fixed: int) -> tuple:
     "Head first, then the tail by UCB on the completion given the head (and, adaptively, a budget of its own)."
@@ -294,6 +314,7 @@ def _anchors_by_uncertainty(self: EARM, query, candidates, col, fixed: int) -> t
     anchors = np.concatenate([head, tail]).astype(np.int64)
     return anchors, np.concatenate([obs_head, self._observe(query, candidates, col, tail)])
 
+# %% ../../nbs/earm/09_reranking.ipynb #907b486e
 @patch
 def _expansion(self: EARM, col, candidates) -> tuple:
     "(admitted outside-pool memories, their lower-bound scores): history-supported and confidently relevant now."
@@ -308,7 +329,7 @@ def _expansion(self: EARM, col, candidates) -> tuple:
     keep = lower >= self.expand_threshold
     return [self.bank.memories[i] for i in outside[keep]], np.clip(lower[keep], 0.0, 1.0)
 
-# %% ../../nbs/earm/09_reranking.ipynb #248ea347
+# %% ../../nbs/earm/09_reranking.ipynb #1e19015c
 @patch
 def _pool(self: EARM, query: Query, q, candidates: Candidates | None) -> Candidates:
     "The query's N semantic candidates: retrieved with `q`, or the given ones checked."
@@ -336,3 +357,69 @@ def step(self: EARM, query: Query, q=None, candidates: Candidates | None = None)
     self.best[rows] = np.maximum(self.best[rows], observed)
     return EARMStep(query, col, stage, len(anchors), candidates, anchors, observed, completed, std,
                     extra, extra_scores, self.positions)
+
+# %% ../../nbs/earm/09_reranking.ipynb #5155ed82
+def _positive_ints(values, name: str, what: str) -> tuple:
+    "A non-empty tuple of integers ≥ 1 from a sequence; a named error otherwise."
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name}: expected a sequence of positive integers, got {type(values).__name__}")
+    out = tuple(check_int(v, name, 1) for v in values)
+    if not out: raise ValueError(f"{name}: expected at least one {what}")
+    return out
+
+def _scaled_budgets(n_candidates: int) -> tuple:
+    "The paper's per-stage budgets (for N = 200) scaled to a pool of `n_candidates`."
+    N = n_candidates
+    return PAPER_BUDGETS if N == 200 else tuple(max(1, round(b * N / 200)) for b in PAPER_BUDGETS)
+
+# %% ../../nbs/earm/09_reranking.ipynb #0d02df50
+@dataclass(frozen=True)
+class EARMConfig:
+    "EARM's settings as §V runs it: pool N, budget schedule, completion rank(s) and λ, expansion penalty, context sizes C."
+    n_candidates: int = 200  # N, the semantic pool per query
+    budgets: tuple | None = None  # direct scores per stage; None: the paper's PAPER_BUDGETS, scaled to N
+    blocks: int = PAPER_BLOCKS  # blocks per conversation's stream (see StageSchedule.for_stream)
+    block_size: int | str | None = None  # queries per block, overriding `blocks`; 'equal': one block per budget
+    context_sizes: tuple = (10, 20)  # C: memories kept for the answering model (the paper's Top-10/Top-20)
+    ranks: tuple = (2, 8)  # completion ranks r, one EARM learner each
+    reg: float = 0.1  # λ of the completion
+    completer_options: dict | None = None  # more LowRankCompleter arguments (reg_scale, n_sweeps, refit_every …)
+    expand_penalty: float = 1.0  # outside-pool memories compete with completed − penalty·std ("Beyond the paper" (b))
+
+    def __post_init__(self):
+        keep = lambda name, value: object.__setattr__(self, name, value)
+        check_int(self.n_candidates, "n_candidates", 1)
+        keep("context_sizes", _positive_ints(self.context_sizes, "context_sizes", "context size"))
+        keep("ranks", _positive_ints(self.ranks, "ranks", "completion rank"))
+        if self.budgets is not None: keep("budgets", StageSchedule(self.budgets, 1).budgets)
+        StageSchedule(_scaled_budgets(self.n_candidates) if self.budgets is None else self.budgets, 1).check(self.n_candidates)
+        check_int(self.blocks, "blocks", 1)
+        if self.block_size not in (None, "equal"): check_int(self.block_size, "block_size", 1)
+        if not isinstance(self.completer_options, (dict, type(None))):
+            raise TypeError(f"completer_options: expected a dict of LowRankCompleter arguments, got {type(self.completer_options).__name__}")
+        if self.completer_options is not None: keep("completer_options", dict(self.completer_options))
+        LowRankCompleter(rank=self.ranks[0], reg=self.reg, **(self.completer_options or {}))  # their own named errors
+        check_number(self.expand_penalty, "expand_penalty")
+
+# %% ../../nbs/earm/09_reranking.ipynb #2f6e1016
+@patch(as_prop=True)
+def stage_budgets(self: EARMConfig) -> tuple:
+    "The budgets per stage: `budgets` when given, else the paper's scaled to a pool of N."
+    return _scaled_budgets(self.n_candidates) if self.budgets is None else self.budgets
+
+@patch
+def schedule_for(self: EARMConfig, n_queries: int) -> StageSchedule:
+    "The budget schedule of one stream of `n_queries`: `block_size` queries per block when given, else `blocks` blocks."
+    if self.block_size == "equal": return StageSchedule.equal_blocks(n_queries, self.stage_budgets)
+    if self.block_size is not None: return StageSchedule(self.stage_budgets, self.block_size)
+    return StageSchedule.for_stream(n_queries, self.stage_budgets, self.blocks)
+
+# %% ../../nbs/earm/09_reranking.ipynb #ac7a2651
+@patch
+def learner(self: EARMConfig, bank: MemoryBank, scorer, schedule: StageSchedule, rank: int, seed: int = 0,
+            similarity: bool = False, **modes) -> EARM:
+    "One EARM learner of completion rank `rank`; `modes`: EARM's anchors, budget, expand_support, context_size …"
+    opts = {**(self.completer_options or {}), **({"similarity": True} if similarity else {})}
+    completer = LowRankCompleter(rank=rank, reg=self.reg, random_state=seed, **opts)
+    return EARM(bank, scorer, n_candidates=self.n_candidates, schedule=schedule, completer=completer, seed=seed,
+                expand_penalty=self.expand_penalty, **modes)

@@ -5,6 +5,7 @@
 # %% ../../nbs/experiments/15_earm.ipynb #42328b50
 from __future__ import annotations
 import io, time
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, Sequence
@@ -16,12 +17,55 @@ from ..core import atomic_write, check_int, hit_at_k, ndcg_at_k, recall_at_k
 from ..ear.critic import RelevanceSimulator, roc_auc
 from ..earm.matrix import CountingScorer
 from ..earm.completion import LowRankCompleter, memory_mean_baseline, svd_baseline
-from ..earm.reranking import EARM, PAPER_BLOCKS, PAPER_BUDGETS, StageSchedule, rank_full
+from ..earm.reranking import EARM, EARMConfig, StageSchedule, rank_full
 
 # %% auto #0
-__all__ = ['run_earm', 'format_earm_table', 'plot_earm']
+__all__ = ['EARMExperiment', 'run_earm', 'format_earm_table', 'plot_earm']
 
-# %% ../../nbs/experiments/15_earm.ipynb #b1ca5a08
+# %% ../../nbs/experiments/15_earm.ipynb #b84b1bdd
+def _sequence(values, name: str, what: str) -> tuple:
+    "`values` as a tuple; a lone string or a non-sequence is a named TypeError."
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name}: expected a sequence of {what}, got {type(values).__name__}")
+    return tuple(values)
+
+@dataclass(frozen=True)
+class EARMExperiment:
+    "What the experiment of §V runs besides EARM's own settings: seeds, rows, conversations, and two optional parts."
+    seeds: tuple = (0, 1, 2)  # simulator (and anchor) seeds; results are mean ± std over them
+    stores: tuple = ("episodic",)  # memory stores that form the rows
+    banks: tuple | None = None  # only these conversations (default: all)
+    max_queries: int | None = None  # at most this many queries per conversation (smoke runs)
+    beyond: bool = True  # add "Beyond the paper": policies expand-, ucb-, adaptive-, sim-r<last rank>; completion row earm-sim
+    baselines: bool = True  # add the completion's memory-mean, truncated-SVD and raw-similarity rows on held-out candidates
+
+    def __post_init__(self):
+        keep = lambda name, value: object.__setattr__(self, name, value)
+        keep("seeds", tuple(check_int(s, "seeds", 0) for s in _sequence(self.seeds, "seeds", "integers")))
+        if not self.seeds: raise ValueError("seeds: expected at least one seed")
+        keep("stores", _sequence(self.stores, "stores", "store names"))
+        if self.banks is not None: keep("banks", _sequence(self.banks, "banks", "bank ids"))
+        if self.max_queries is not None: check_int(self.max_queries, "max_queries", 1)
+        for name in ("beyond", "baselines"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name}: expected True or False, got {type(getattr(self, name)).__name__}")
+
+# %% ../../nbs/experiments/15_earm.ipynb #b7d8efbf
+def _settings(config, experiment, overrides: dict) -> tuple:
+    "(EARMConfig, EARMExperiment) of a run: the given ones (or the defaults) with `overrides` applied by field name."
+    config = EARMConfig() if config is None else config
+    experiment = EARMExperiment() if experiment is None else experiment
+    if not isinstance(config, EARMConfig): raise TypeError(f"config: expected an EARMConfig, got {type(config).__name__}")
+    if not isinstance(experiment, EARMExperiment):
+        raise TypeError(f"experiment: expected an EARMExperiment, got {type(experiment).__name__}")
+    mine, theirs = {f.name for f in fields(EARMConfig)}, {f.name for f in fields(EARMExperiment)}
+    for k in overrides:
+        if k not in mine | theirs:
+            raise TypeError(f"run_earm() got an unexpected keyword argument {k!r} (not a field of EARMConfig or EARMExperiment)")
+    return (replace(config, **{k: v for k, v in overrides.items() if k in mine}),
+            replace(experiment, **{k: v for k, v in overrides.items() if k in theirs}))
+
+# %% ../../nbs/experiments/15_earm.ipynb #9f7b5ee0
 def _stage_labels(n: int) -> list: return [f"B{s + 1}" + ("+" if s == n - 1 else "") for s in range(n)]
 
 def _policy_names(ranks, beyond) -> list:
@@ -29,80 +73,86 @@ def _policy_names(ranks, beyond) -> list:
     if beyond: names += [f"expand-r{ranks[-1]}", f"ucb-r{ranks[-1]}", f"adaptive-r{ranks[-1]}", f"sim-r{ranks[-1]}"]
     return names
 
+def _report_names(config: EARMConfig, experiment: EARMExperiment) -> dict:
+    "The policies, stage labels and completion-quality rows a run with these settings reports."
+    ranks, beyond = config.ranks, experiment.beyond
+    methods = [f"earm-r{r}" for r in ranks] + ([f"earm-sim-r{ranks[-1]}"] if beyond else []) \
+        + (["memory mean", "truncated SVD", "similarity"] if experiment.baselines else [])
+    return {"policies": _policy_names(ranks, beyond), "labels": _stage_labels(len(config.stage_budgets)), "methods": methods}
+
+# %% ../../nbs/experiments/15_earm.ipynb #bb899ca8
 def _mean_std(values) -> dict:
     v = np.asarray([x for x in values if x is not None and np.isfinite(x)], float)
     if not len(v): return {"mean": None, "std": None}
     return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0}
 
-def _paper_budgets(N: int, budgets) -> tuple:
-    "The per-stage budgets: given, else the paper's scaled to a pool of N; checked against N."
-    budgets = tuple(PAPER_BUDGETS if N == 200 else (max(1, round(b * N / 200)) for b in PAPER_BUDGETS)) \
-        if budgets is None else tuple(budgets)
-    StageSchedule(budgets, 1).check(N)
-    return budgets
-
-def _schedule(n_queries: int, budgets: tuple, blocks: int, block_size) -> StageSchedule:
-    "The budget schedule of one conversation's stream."
-    if block_size == "equal": return StageSchedule.equal_blocks(n_queries, budgets)
-    if block_size is not None: return StageSchedule(budgets, check_int(block_size, "block_size", 1))
-    return StageSchedule.for_stream(n_queries, budgets, blocks)
-
+# %% ../../nbs/experiments/15_earm.ipynb #6dc48e41
 def _select_banks(mbanks: dict, banks) -> dict:
     if banks is None: return mbanks
     unknown = [b for b in banks if b not in mbanks]
     if unknown: raise ValueError(f"banks: unknown memory bank(s) {unknown[:3]}; expected some of {list(mbanks)[:5]}")
     return {b: mbanks[b] for b in banks}
 
-def _streams(bench, encoder, N, budgets, blocks, block_size, stores, banks, max_queries, progress) -> list:
+def _streams(bench, encoder, config: EARMConfig, experiment: EARMExperiment, progress) -> list:
     "Per conversation: (bank id, memory bank, queries with gold, their embeddings, schedule)."
-    streams = []
-    for b, mb in _select_banks(bench.memory_banks(encoder, stores=tuple(stores), progress=progress), banks).items():
-        qs = [q for q in bench.query_objects(bank=b) if q.gold]
-        if max_queries is not None: qs = qs[:check_int(max_queries, "max_queries", 1)]
+    N, streams = config.n_candidates, []
+    mbanks = bench.memory_banks(encoder, stores=experiment.stores, progress=progress)
+    for b, mb in _select_banks(mbanks, experiment.banks).items():
+        qs = [q for q in bench.query_objects(bank=b) if q.gold][:experiment.max_queries]
         if not qs: continue
         if N > len(mb): raise ValueError(f"n_candidates: N={N} is larger than bank {b!r} ({len(mb)} memories)")
-        sched = _schedule(len(qs), budgets, blocks, block_size)
-        streams.append((b, mb, qs, encoder.encode_queries([q.text for q in qs], progress=False), sched))
+        streams.append((b, mb, qs, encoder.encode_queries([q.text for q in qs], progress=False), config.schedule_for(len(qs))))
     if not streams: raise ValueError("bench: no queries with gold evidence in the selected banks")
     return streams
 
-# %% ../../nbs/experiments/15_earm.ipynb #7cd5da6d
+# %% ../../nbs/experiments/15_earm.ipynb #b9e377b0
 class _SeedRun:
     "One seed of `run_earm`: every conversation's stream through every policy; per-query records and completion samples."
-    def __init__(self, scorer, N, context_sizes, ranks, reg, opts, beyond, baselines, expand_penalty, policies, **_):
-        self.scorer, self.N, self.context_sizes, self.ranks, self.reg, self.opts = scorer, N, context_sizes, ranks, reg, opts
-        self.beyond, self.baselines, self.expand_penalty, self.policies = beyond, baselines, expand_penalty, policies
+    def __init__(self, scorer, config: EARMConfig, experiment: EARMExperiment, policies: list):
+        self.scorer, self.config, self.policies = scorer, config, policies
+        self.N, self.context_sizes, self.ranks = config.n_candidates, config.context_sizes, config.ranks
+        self.beyond, self.baselines = experiment.beyond, experiment.baselines
         self.recs, self.comp, self.seconds, self.n_steps = [], {}, 0.0, 0
-
-    def variants(self, mb, memo: dict, sched: StageSchedule, rs: int) -> dict:
-        "The EARM learners of one conversation, sharing the memo of direct scores: one per rank, then the extensions."
-        def make(r, sim=False, **kw):
-            comp_ = LowRankCompleter(rank=r, reg=self.reg, random_state=rs, **{**self.opts, **({"similarity": True} if sim else {})})
-            return EARM(mb, CountingScorer(self.scorer, memo), n_candidates=self.N, schedule=sched, completer=comp_, seed=rs,
-                        expand_penalty=self.expand_penalty, **kw)
-        last, variants = self.ranks[-1], {f"r{r}": make(r) for r in self.ranks}
-        if self.beyond:
-            variants["ucb"] = make(last, anchors="variance", expand_support=None)
-            variants["adaptive"] = make(last, anchors="variance", budget="adaptive", expand_support=None,
-                                        context_size=min(self.context_sizes))
-            variants["sim"] = make(last, sim=True, expand_support=None)
-        return variants
-
-    def stream(self, seed: int, bi: int, b, mb, qs, qv, sched, bar):
-        "Run one conversation's queries in order through Semantic, Full and every variant."
-        memo, rs = {}, int(seed) * 1009 + bi  # one memo per conversation (cleared per query); seeds per conversation
-        full, variants = CountingScorer(self.scorer, memo), self.variants(mb, memo, sched, rs)
-        for t, (q, v) in enumerate(zip(qs, qv)):
-            memo.clear()
-            self.recs.append(self.query(b, t, q, mb.candidates(v, self.N, q), full, variants, sched))
-            bar.update(1)
-        self.seconds += sum(e.seconds for e in variants.values()); self.n_steps += len(qs) * len(variants)
 
     def _sample(self, method: str, stage: int, pred, qc, rest):
         "Keep (prediction, direct score, gold) of the non-anchor candidates for the held-out completion quality."
         self.comp.setdefault((method, stage), []).append((pred, qc.full_scores[rest], qc.is_gold[rest]))
 
-# %% ../../nbs/experiments/15_earm.ipynb #2ecba4bd
+# %% ../../nbs/experiments/15_earm.ipynb #91fa035d
+@patch
+def variants(self: _SeedRun, mb, memo: dict, sched: StageSchedule, rs: int) -> dict:
+    "The EARM learners of one conversation, sharing the memo of direct scores: one per rank, then the extensions."
+    def make(r, sim=False, **kw):
+        return self.config.learner(mb, CountingScorer(self.scorer, memo), sched, r, seed=rs, similarity=sim, **kw)
+    last, variants = self.ranks[-1], {f"r{r}": make(r) for r in self.ranks}
+    if self.beyond:
+        variants["ucb"] = make(last, anchors="variance", expand_support=None)
+        variants["adaptive"] = make(last, anchors="variance", budget="adaptive", expand_support=None,
+                                    context_size=min(self.context_sizes))
+        variants["sim"] = make(last, sim=True, expand_support=None)
+    return variants
+
+# %% ../../nbs/experiments/15_earm.ipynb #190025a7
+@patch
+def metrics(self: _SeedRun, rk: dict, gold: set) -> dict:
+    "Recall, Hit and nDCG at every context size, per policy."
+    cs = self.context_sizes
+    return {p: {**{f"recall@{c}": recall_at_k(rk[p], gold, c) for c in cs}, **{f"hit@{c}": hit_at_k(rk[p], gold, c) for c in cs},
+                **{f"ndcg@{c}": ndcg_at_k(rk[p], gold, c) for c in cs}} for p in self.policies}
+
+# %% ../../nbs/experiments/15_earm.ipynb #5cfa6c49
+@patch
+def expansion_counts(self: _SeedRun, qc) -> dict:
+    "How many outside-pool memories reach each context, how many of them are gold, and where the missing gold stands."
+    ex, out = qc.rk[f"expand-r{self.ranks[-1]}"], {}
+    for c in self.context_sizes:
+        admitted = [m for m in ex[:c] if m in qc.extra_ids]
+        out[f"admitted@{c}"] = len(admitted); out[f"admitted_gold@{c}"] = sum(m in qc.gold for m in admitted)
+    outside = qc.gold - set(qc.ids)
+    return {**out, "gold_outside_pool": len(outside), "gold_outside_supported": int(qc.supported),  # after own anchors
+            "gold_outside_admitted": len(outside & qc.extra_ids)}
+
+# %% ../../nbs/experiments/15_earm.ipynb #14833509
 @patch
 def query(self: _SeedRun, b, t: int, q, cands, full, variants: dict, sched) -> dict:
     "One query through every policy: its metrics, calls and pool statistics as one record."
@@ -118,25 +168,17 @@ def query(self: _SeedRun, b, t: int, q, cands, full, variants: dict, sched) -> d
     if qc.extra_ids is not None: rec.update(self.expansion_counts(qc))
     return rec
 
+# %% ../../nbs/experiments/15_earm.ipynb #9e916f6a
 @patch
-def metrics(self: _SeedRun, rk: dict, gold: set) -> dict:
-    "Recall, Hit and nDCG at every context size, per policy."
-    cs = self.context_sizes
-    return {p: {**{f"recall@{c}": recall_at_k(rk[p], gold, c) for c in cs}, **{f"hit@{c}": hit_at_k(rk[p], gold, c) for c in cs},
-                **{f"ndcg@{c}": ndcg_at_k(rk[p], gold, c) for c in cs}} for p in self.policies}
+def baseline_samples(self: _SeedRun, e: EARM, st, qc, rest):
+    "Memory mean, truncated SVD and raw similarity predictions of the same held-out candidates."
+    rows = e.matrix.retrieved(st.col)[rest]
+    for mname, pred in (("memory mean", memory_mean_baseline(e.matrix, st.col, rows)),
+                        ("truncated SVD", svd_baseline(e.matrix, st.col, rows, rank=max(self.ranks))),
+                        ("similarity", qc.cands.scores[rest].astype(float))):
+        self._sample(mname, st.stage, pred, qc, rest)
 
-@patch
-def expansion_counts(self: _SeedRun, qc) -> dict:
-    "How many outside-pool memories reach each context, how many of them are gold, and where the missing gold stands."
-    ex, out = qc.rk[f"expand-r{self.ranks[-1]}"], {}
-    for c in self.context_sizes:
-        admitted = [m for m in ex[:c] if m in qc.extra_ids]
-        out[f"admitted@{c}"] = len(admitted); out[f"admitted_gold@{c}"] = sum(m in qc.gold for m in admitted)
-    outside = qc.gold - set(qc.ids)
-    return {**out, "gold_outside_pool": len(outside), "gold_outside_supported": int(qc.supported),  # after own anchors
-            "gold_outside_admitted": len(outside & qc.extra_ids)}
-
-# %% ../../nbs/experiments/15_earm.ipynb #b737d78e
+# %% ../../nbs/experiments/15_earm.ipynb #32a0a297
 @patch
 def variant(self: _SeedRun, name: str, e: EARM, qc):
     "One EARM learner's step on the query: its rankings and calls, and completion samples for the quality table."
@@ -159,16 +201,19 @@ def variant(self: _SeedRun, name: str, e: EARM, qc):
     self._sample(f"earm-r{r}", st.stage, st.completed[rest], qc, rest)
     if self.baselines and r == self.ranks[0]: self.baseline_samples(e, st, qc, rest)
 
+# %% ../../nbs/experiments/15_earm.ipynb #fb378cc7
 @patch
-def baseline_samples(self: _SeedRun, e: EARM, st, qc, rest):
-    "Memory mean, truncated SVD and raw similarity predictions of the same held-out candidates."
-    rows = e.matrix.retrieved(st.col)[rest]
-    for mname, pred in (("memory mean", memory_mean_baseline(e.matrix, st.col, rows)),
-                        ("truncated SVD", svd_baseline(e.matrix, st.col, rows, rank=max(self.ranks))),
-                        ("similarity", qc.cands.scores[rest].astype(float))):
-        self._sample(mname, st.stage, pred, qc, rest)
+def stream(self: _SeedRun, seed: int, bi: int, b, mb, qs, qv, sched, bar):
+    "Run one conversation's queries in order through Semantic, Full and every variant."
+    memo, rs = {}, int(seed) * 1009 + bi  # one memo per conversation (cleared per query); seeds per conversation
+    full, variants = CountingScorer(self.scorer, memo), self.variants(mb, memo, sched, rs)
+    for t, (q, v) in enumerate(zip(qs, qv)):
+        memo.clear()
+        self.recs.append(self.query(b, t, q, mb.candidates(v, self.N, q), full, variants, sched))
+        bar.update(1)
+    self.seconds += sum(e.seconds for e in variants.values()); self.n_steps += len(qs) * len(variants)
 
-# %% ../../nbs/experiments/15_earm.ipynb #8566533b
+# %% ../../nbs/experiments/15_earm.ipynb #8ecf70fd
 def _completion_quality(comp: dict, methods, labels) -> dict:
     "Per method and stage: RMSE against the hidden direct scores and mean per-query AUC of gold among the non-anchors."
     out = {}
@@ -183,6 +228,7 @@ def _completion_quality(comp: dict, methods, labels) -> dict:
             out[mth][lab] = {"rmse": rmse, "auc": float(np.mean(aucs)) if aucs else None}
     return out
 
+# %% ../../nbs/experiments/15_earm.ipynb #dcdd60c4
 def _expansion_summary(recs, context_sizes) -> dict:
     "Mean admitted (gold) outside-pool memories per context, and where the gold missing from the pools stands."
     cs, total = context_sizes, lambda k: int(sum(r[k] for r in recs))
@@ -192,6 +238,7 @@ def _expansion_summary(recs, context_sizes) -> dict:
             "gold_outside_pool": total("gold_outside_pool"), "gold_outside_supported": total("gold_outside_supported"),
             "gold_outside_admitted": total("gold_outside_admitted")}
 
+# %% ../../nbs/experiments/15_earm.ipynb #75ee19bf
 def _summarize_seed(recs, comp, policies, labels, context_sizes, methods, beyond) -> dict:
     "Per-seed means: metrics per policy per stage (and 'all'), calls, completion quality, expansion counts."
     groups = {lab: [r for r in recs if r["stage"] == s] for s, lab in enumerate(labels)}
@@ -210,7 +257,7 @@ def _summarize_seed(recs, comp, policies, labels, context_sizes, methods, beyond
     if beyond: out["expansion"] = _expansion_summary(recs, context_sizes)
     return out
 
-# %% ../../nbs/experiments/15_earm.ipynb #8c35e40b
+# %% ../../nbs/experiments/15_earm.ipynb #1e871c2b
 def _diff(a: str, b: str, g: str, m: str):
     "Per-seed function: metric `m` of policy `a` minus policy `b` in group `g`."
     def f(s):
@@ -226,6 +273,7 @@ def _share(p: str, g: str, m: str):
         return (x - lo) / (hi - lo)
     return f
 
+# %% ../../nbs/experiments/15_earm.ipynb #51ae599d
 def _comparisons(ms, policies, groups, context_sizes, ranks) -> dict:
     "Observed − Semantic and Mixed − Observed per rank, and every policy's share of Full's gain, mean ± std."
     rec = lambda c: f"recall@{c}"
@@ -236,13 +284,28 @@ def _comparisons(ms, policies, groups, context_sizes, ranks) -> dict:
                 for p in policies if p not in ("semantic", "full")}
     return {"decomposition": dec, "recovery": recovery}
 
-def _config(N, budgets, context_sizes, ranks, reg, seeds, stores, streams) -> dict:
+# %% ../../nbs/experiments/15_earm.ipynb #6e7d98ac
+def _config(config: EARMConfig, experiment: EARMExperiment, streams) -> dict:
+    "The `config` block of the results: the settings the numbers depend on, and the banks and queries that were run."
+    N, budgets = config.n_candidates, config.stage_budgets
     return {"n_candidates": N, "budgets": list(budgets), "ratios": [b / N for b in budgets],
-            "context_sizes": list(context_sizes), "ranks": list(ranks), "reg": reg, "seeds": list(seeds),
-            "stores": list(stores), "banks": [s[0] for s in streams], "block_sizes": {s[0]: s[4].block_size for s in streams},
-            "queries": sum(len(s[2]) for s in streams)}
+            "context_sizes": list(config.context_sizes), "ranks": list(config.ranks), "reg": config.reg,
+            "seeds": list(experiment.seeds), "stores": list(experiment.stores), "banks": [s[0] for s in streams],
+            "block_sizes": {s[0]: s[4].block_size for s in streams}, "queries": sum(len(s[2]) for s in streams)}
 
-# %% ../../nbs/experiments/15_earm.ipynb #fd2061a9
+# %% ../../nbs/experiments/15_earm.ipynb #47e9c7b8
+def _run_seed(seed, scorer, streams, config: EARMConfig, experiment: EARMExperiment, names: dict, bar) -> dict:
+    "One seed over every stream; its per-seed summary with wall time and completion time per EARM step."
+    t_start = time.perf_counter()
+    run = _SeedRun(scorer, config, experiment, names["policies"])
+    for bi, (b, mb, qs, qv, sched) in enumerate(streams): run.stream(seed, bi, b, mb, qs, qv, sched, bar)
+    out = _summarize_seed(run.recs, run.comp, names["policies"], names["labels"], config.context_sizes, names["methods"],
+                          experiment.beyond)
+    out["seconds"] = time.perf_counter() - t_start
+    out["completion_ms_per_step"] = 1e3 * run.seconds / max(1, run.n_steps)
+    return out
+
+# %% ../../nbs/experiments/15_earm.ipynb #8cf618a5
 def _combine_seeds(per_seed, policies, labels, methods, config: dict, beyond) -> dict:
     "Mean ± std over seeds of everything `_summarize_seed` produced, plus the derived comparisons."
     groups, N, budgets = labels + ["all"], config["n_candidates"], config["budgets"]
@@ -267,60 +330,27 @@ def _combine_seeds(per_seed, policies, labels, methods, config: dict, beyond) ->
     res["per_seed"] = per_seed
     return res
 
-# %% ../../nbs/experiments/15_earm.ipynb #fd2b836d
-def _run_seed(seed, scorer, streams, settings: dict, bar) -> dict:
-    "One seed over every stream; its per-seed summary with wall time and completion time per EARM step."
-    t_start = time.perf_counter()
-    run = _SeedRun(scorer, **settings)
-    for bi, (b, mb, qs, qv, sched) in enumerate(streams): run.stream(seed, bi, b, mb, qs, qv, sched, bar)
-    out = _summarize_seed(run.recs, run.comp, settings["policies"], settings["labels"], settings["context_sizes"],
-                          settings["methods"], settings["beyond"])
-    out["seconds"] = time.perf_counter() - t_start
-    out["completion_ms_per_step"] = 1e3 * run.seconds / max(1, run.n_steps)
-    return out
-
-def run_earm(bench, encoder, *,
-             n_candidates: int = 200,  # N, the semantic pool per query
-             budgets: Sequence[int] | None = None,  # per stage; default the paper's, scaled to N
-             blocks: int = PAPER_BLOCKS,  # blocks per conversation (see StageSchedule)
-             block_size: int | str | None = None,  # queries per block (overrides `blocks`); 'equal' = one block per stage
-             context_sizes: Sequence[int] = (10, 20),  # C: memories kept for the answering model (the paper's Top-10/20)
-             ranks: Sequence[int] = (2, 8),  # completion ranks r
-             reg: float = 0.1,  # λ
-             completer_options: dict | None = None,  # more LowRankCompleter arguments (reg_scale, n_sweeps, refit_every …)
-             expand_penalty: float = 1.0,  # outside-pool memories compete with completed − penalty·std
-             seeds: Sequence[int] = (0, 1, 2),  # simulator (and anchor) seeds
-             scorer_factory: Callable | None = None,  # seed → scorer; default earmem.ear.critic.RelevanceSimulator(seed=seed)
-             stores: Sequence[str] = ("episodic",),  # memory stores that form the rows
-             banks: Sequence[str] | None = None,  # only these conversations (default: all)
-             max_queries: int | None = None,  # at most this many queries per conversation (smoke runs)
-             beyond: bool = True,  # run the extensions (expansion, variance anchors, adaptive budget, similarity)
-             baselines: bool = True,  # held-out completion quality against the baselines
+# %% ../../nbs/experiments/15_earm.ipynb #ff5e316d
+def run_earm(bench, encoder,
+             config: EARMConfig | None = None,  # EARM's settings; default EARMConfig()
+             experiment: EARMExperiment | None = None,  # seeds, rows, conversations, `beyond`, `baselines`; default EARMExperiment()
+             *, scorer_factory: Callable | None = None,  # seed → scorer; default earmem.ear.critic.RelevanceSimulator(seed=seed)
              threads: int | None = 1,  # BLAS threads while running (None = leave as is)
-             progress: bool = True) -> dict:
-    "The EARM experiment on a benchmark: every policy per budget stage, over seeds; a JSON-ready results dict."
-    N = check_int(n_candidates, "n_candidates", 1)
-    context_sizes = tuple(check_int(c, "context_sizes", 1) for c in context_sizes)
-    ranks = tuple(check_int(r, "ranks", 1) for r in ranks)
-    if not ranks: raise ValueError("ranks: expected at least one completion rank")
-    if not seeds: raise ValueError("seeds: expected at least one seed")
-    budgets = _paper_budgets(N, budgets)
+             progress: bool = True,  # a progress bar over the queries of every seed
+             **overrides) -> dict:
+    "The EARM experiment on a benchmark, every policy per budget stage over seeds; `overrides`: config fields by name."
+    config, experiment = _settings(config, experiment, overrides)
     scorer_factory = scorer_factory or (lambda seed: RelevanceSimulator(seed=seed))
-    streams = _streams(bench, encoder, N, budgets, blocks, block_size, stores, banks, max_queries, progress)
-    policies, labels = _policy_names(ranks, beyond), _stage_labels(len(budgets))
-    methods = [f"earm-r{r}" for r in ranks] + ([f"earm-sim-r{ranks[-1]}"] if beyond else []) \
-        + (["memory mean", "truncated SVD", "similarity"] if baselines else [])
-    settings = dict(N=N, context_sizes=context_sizes, ranks=ranks, reg=reg, opts=dict(completer_options or {}), beyond=beyond,
-                    baselines=baselines, expand_penalty=expand_penalty, policies=policies)
-    bar = tqdm(total=len(seeds) * sum(len(s[2]) for s in streams), desc="EARM", disable=not progress)
+    streams = _streams(bench, encoder, config, experiment, progress)
+    names = _report_names(config, experiment)
+    bar = tqdm(total=len(experiment.seeds) * sum(len(s[2]) for s in streams), desc="EARM", disable=not progress)
     with threadpool_limits(limits=threads):  # small dense solves: one BLAS thread is fastest and avoids oversubscription
-        per_seed = [_run_seed(seed, scorer_factory(seed), streams, {**settings, "labels": labels, "methods": methods}, bar)
-                    for seed in seeds]
+        per_seed = [_run_seed(seed, scorer_factory(seed), streams, config, experiment, names, bar) for seed in experiment.seeds]
     bar.close()
-    config = _config(N, budgets, context_sizes, ranks, reg, seeds, stores, streams)
-    return _combine_seeds(per_seed, policies, labels, methods, config, beyond)
+    return _combine_seeds(per_seed, names["policies"], names["labels"], names["methods"],
+                          _config(config, experiment, streams), experiment.beyond)
 
-# %% ../../nbs/experiments/15_earm.ipynb #52ef8094
+# %% ../../nbs/experiments/15_earm.ipynb #86bb688c
 def _fmt(d, pct: bool = True, digits: int = 1) -> str:
     if d is None or d.get("mean") is None: return "—"
     f = 100 if pct else 1
@@ -331,6 +361,7 @@ def _table(title: str, first: list, head: list, rows: list) -> list:
     cols = first + head
     return ["", f"**{title}**", "", "| " + " | ".join(cols) + " |", "|---" * len(cols) + "|"] + rows
 
+# %% ../../nbs/experiments/15_earm.ipynb #a3313503
 def _metric_tables(results, groups, head) -> list:
     out = []
     for c in results["config"]["context_sizes"]:
@@ -346,6 +377,7 @@ def _call_tables(results, groups, head) -> list:
     return out + ["", "| policy | total calls |", "|---|---|"] + \
         [f"| {p} | {_fmt(results['calls'][p]['all'], pct=False, digits=0)} |" for p in pols]
 
+# %% ../../nbs/experiments/15_earm.ipynb #836f3151
 def _comparison_tables(results, groups, head) -> list:
     out = []
     for c in results["config"]["context_sizes"]:
@@ -358,7 +390,7 @@ def _comparison_tables(results, groups, head) -> list:
                        for p in results["recovery"]])
     return out
 
-# %% ../../nbs/experiments/15_earm.ipynb #d2326bab
+# %% ../../nbs/experiments/15_earm.ipynb #da968aa7
 def _completion_table(results, groups, head) -> list:
     cell = lambda d: f"{_fmt(d['rmse'], pct=False, digits=3)} / {_fmt(d['auc'], pct=False, digits=3)}"
     rows = [f"| {mth} | " + " | ".join(cell(d[g]) for g in groups[1:]) + " |" for mth, d in results["completion"].items()]
@@ -383,7 +415,7 @@ def format_earm_table(results: dict) -> str:
                 f"{_fmt(results['completion_ms_per_step'], pct=False, digits=2)} ms per EARM step"]
     return "\n".join(out)
 
-# %% ../../nbs/experiments/15_earm.ipynb #07a1d8f0
+# %% ../../nbs/experiments/15_earm.ipynb #99147cbe
 def _plot_context(axes, results: dict, j: int, c: int, metric: str):
     "Column `j` of the figure: `metric`@c by stage (top) and its gain over Semantic (bottom), one line per policy."
     stages, pols, x, m = results["stages"], results["policies"], np.arange(len(results["stages"])), f"{metric}@{c}"
@@ -404,6 +436,7 @@ def _plot_context(axes, results: dict, j: int, c: int, metric: str):
     axes[1][j].set_xlabel("budget stage (direct-scoring ratio)")
     for a in axes[:, j]: a.grid(alpha=0.3)
 
+# %% ../../nbs/experiments/15_earm.ipynb #0eb67300
 def plot_earm(results: dict, path: str | Path, metric: str = "recall") -> Path:
     "`metric`@C by budget stage (top row) and its gain over Semantic on the same queries (bottom row); a PNG, atomically."
     import matplotlib; matplotlib.use("Agg")

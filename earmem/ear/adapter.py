@@ -50,6 +50,7 @@ def _residual(self: ResidualAdapter, x: torch.Tensor, side: str) -> torch.Tensor
     if self.rank is None: return x @ getattr(self, f"W_{side}").T
     return (x @ getattr(self, f"V_{side}")) @ getattr(self, f"U_{side}").T
 
+# %% ../../nbs/ear/02_adapter.ipynb #c048982a
 @patch
 def adapt_queries(self: ResidualAdapter, q: torch.Tensor) -> torch.Tensor:
     "Adapted, renormalised query embeddings q̃ (Eq. 3); any leading shape, last axis d."
@@ -60,6 +61,7 @@ def adapt_memories(self: ResidualAdapter, m: torch.Tensor) -> torch.Tensor:
     "Adapted, renormalised memory embeddings m̃ (Eq. 3); any leading shape, last axis d."
     return nn.functional.normalize(m + self._residual(m, "m"), dim=-1)
 
+# %% ../../nbs/ear/02_adapter.ipynb #40cd3fcb
 @patch
 def logits(self: ResidualAdapter, q: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     "Candidate logits z = q̃ᵀm̃ / temperature (Eq. 4): q (..., d), m (..., K, d) → (..., K)."

@@ -11,9 +11,10 @@ from fastcore.basics import patch
 from ..core import Feedback, Memory, Query, check_int, check_labels, check_number, check_probability
 
 # %% auto #0
-__all__ = ['OTHER', 'NEAR_GOLD', 'GOLD', 'Critic', 'check_slate', 'CriticBase', 'gold_mask', 'OracleCritic',
-           'false_positive_rate', 'expected_slate_precision', 'expected_micro_metrics', 'CitationSimulator', 'Scorer',
-           'check_scores', 'ScorerBase', 'OracleScorer', 'roc_auc', 'memory_session', 'RelevanceSimulator']
+__all__ = ['PAPER_PRECISION', 'PAPER_RECALL', 'OTHER', 'NEAR_GOLD', 'GOLD', 'Critic', 'check_slate', 'CriticBase', 'gold_mask',
+           'OracleCritic', 'false_positive_rate', 'expected_slate_precision', 'expected_micro_metrics',
+           'CitationSimulator', 'Scorer', 'check_scores', 'ScorerBase', 'OracleScorer', 'roc_auc', 'memory_session',
+           'RelevanceSimulator']
 
 # %% ../../nbs/ear/05_critic.ipynb #3e004483
 @runtime_checkable
@@ -39,6 +40,7 @@ def check_slate(query: Query, slate: Sequence[Memory], name: str = "slate") -> l
         seen.add(m.id)
     return slate
 
+# %% ../../nbs/ear/05_critic.ipynb #b2144143
 class CriticBase:
     "Shared plumbing of the critics: input checks, the `calls` counter and `Feedback` packaging."
     def __init__(self): self.calls = 0
@@ -58,6 +60,7 @@ class CriticBase:
 
     def _judge(self, query: Query, slate: list) -> np.ndarray: raise NotImplementedError
 
+# %% ../../nbs/ear/05_critic.ipynb #4e7be6e2
 def gold_mask(query: Query, memories: Sequence[Memory]) -> np.ndarray:
     "Boolean vector: which of `memories` are gold evidence of `query`."
     gold = set(query.gold)
@@ -69,6 +72,11 @@ class OracleCritic(CriticBase):
     def _judge(self, query: Query, slate: list) -> np.ndarray:
         return np.where(gold_mask(query, slate), 1, -1).astype(np.int8)
 
+# %% ../../nbs/ear/05_critic.ipynb #9e39ed0c
+# EAR App. A.2: the precision and recall measured for LLM citers, the targets the paper's simulated critic is calibrated to
+PAPER_PRECISION = 0.88
+PAPER_RECALL = 0.86
+
 # %% ../../nbs/ear/05_critic.ipynb #8e31c813
 def _check_targets(precision, recall) -> tuple:
     "The (precision, recall) targets as floats in [0, 1]; precision 0 only together with recall 0 (rule 5)."
@@ -78,7 +86,7 @@ def _check_targets(precision, recall) -> tuple:
                          "use recall=0 for an adversarial critic")
     return p, r
 
-def false_positive_rate(n, u, precision: float = 0.88, recall: float = 0.86):
+def false_positive_rate(n, u, precision: float = PAPER_PRECISION, recall: float = PAPER_RECALL):
     "p_fp of App. A.2 for slates with `n` gold and `u` non-gold positions (arrays broadcast), with the edge-case rules."
     p, r = _check_targets(precision, recall)
     n, u = np.asarray(n), np.asarray(u)
@@ -97,7 +105,7 @@ def false_positive_rate(n, u, precision: float = 0.88, recall: float = 0.86):
 def _binomial_pmf(k: int, prob: float) -> np.ndarray:
     return np.array([math.comb(k, i) * prob ** i * (1 - prob) ** (k - i) for i in range(k + 1)])
 
-def expected_slate_precision(n: int, u: int, precision: float = 0.88, recall: float = 0.86,
+def expected_slate_precision(n: int, u: int, precision: float = PAPER_PRECISION, recall: float = PAPER_RECALL,
                              no_gold_rate: float = 0.0) -> dict:
     "Exact citation statistics of one slate composition (n gold, u non-gold) under the App. A.2 simulator."
     n, u = check_int(n, "n", 0), check_int(u, "u", 0)
@@ -115,7 +123,7 @@ def expected_slate_precision(n: int, u: int, precision: float = 0.88, recall: fl
             "recall": r if n > 0 else float("nan"), "p_no_citation": p_none}
 
 # %% ../../nbs/ear/05_critic.ipynb #2f80a691
-def expected_micro_metrics(n_choices: Sequence[int], s: int, precision: float = 0.88, recall: float = 0.86,
+def expected_micro_metrics(n_choices: Sequence[int], s: int, precision: float = PAPER_PRECISION, recall: float = PAPER_RECALL,
                            weights: Sequence[float] | None = None, no_gold_rate: float = 0.0) -> dict:
     "Expected pooled precision and recall of the App. A.2 simulator over slates of size `s` with n gold drawn from `n_choices`."
     ns = [int(n) for n in n_choices]
@@ -134,8 +142,8 @@ def expected_micro_metrics(n_choices: Sequence[int], s: int, precision: float = 
 class CitationSimulator(CriticBase):
     "The probabilistic citation critic of EAR App. A.2, calibrated to a target precision and recall."
     def __init__(self,
-                 precision: float = 0.88,  # target precision p (App. A.2 uses the LLM's measured 0.88)
-                 recall: float = 0.86,  # target recall r (0.86)
+                 precision: float = PAPER_PRECISION,  # target precision p (App. A.2: the LLM's measured 0.88)
+                 recall: float = PAPER_RECALL,  # target recall r (App. A.2: 0.86)
                  seed: int = 0,  # seed of the numpy Generator that draws every citation
                  no_gold_rate: float = 0.0):  # citation probability of each memory in a slate without gold (paper: 0)
         super().__init__()
@@ -149,31 +157,38 @@ class CitationSimulator(CriticBase):
         self.rng = np.random.default_rng(self.seed)
         return self
 
-    def citation_probabilities(self, gold) -> np.ndarray:
-        "Per-position citation probability for boolean gold mask(s) `gold` of shape (s,) or (slates, s)."
-        g = np.asarray(gold)
-        if g.dtype != bool: raise TypeError(f"gold: expected a boolean mask, got dtype {g.dtype}")
-        if g.ndim not in (1, 2): raise ValueError(f"gold: expected shape (s,) or (slates, s), got {g.shape}")
-        n = g.sum(-1, keepdims=True)
-        u = g.shape[-1] - n
-        fp = np.where(n == 0, self.no_gold_rate, false_positive_rate(n, u, self.precision, self.recall))
-        return np.where(g, self.recall, fp)
-
-    def _draw(self, gold) -> np.ndarray:
-        prob = self.citation_probabilities(gold)
-        return np.where(self.rng.random(prob.shape) < prob, 1, -1).astype(np.int8)
-
-    def simulate(self, gold) -> np.ndarray:
-        "±1 labels (int8) for boolean gold mask(s) of shape (s,) or (slates, s); counts one call per slate."
-        labels = self._draw(gold)
-        self.calls += 1 if labels.ndim == 1 else len(labels)
-        return labels
-
-    def _judge(self, query: Query, slate: list) -> np.ndarray: return self._draw(gold_mask(query, slate))
-
     def __repr__(self):
         return (f"CitationSimulator(precision={self.precision}, recall={self.recall}, seed={self.seed}"
                 + (f", no_gold_rate={self.no_gold_rate}" if self.no_gold_rate else "") + ")")
+
+# %% ../../nbs/ear/05_critic.ipynb #5bf95dcf
+@patch
+def citation_probabilities(self: CitationSimulator, gold) -> np.ndarray:
+    "Per-position citation probability for boolean gold mask(s) `gold` of shape (s,) or (slates, s)."
+    g = np.asarray(gold)
+    if g.dtype != bool: raise TypeError(f"gold: expected a boolean mask, got dtype {g.dtype}")
+    if g.ndim not in (1, 2): raise ValueError(f"gold: expected shape (s,) or (slates, s), got {g.shape}")
+    n = g.sum(-1, keepdims=True)
+    u = g.shape[-1] - n
+    fp = np.where(n == 0, self.no_gold_rate, false_positive_rate(n, u, self.precision, self.recall))
+    return np.where(g, self.recall, fp)
+
+# %% ../../nbs/ear/05_critic.ipynb #1cb04aa2
+@patch
+def _draw(self: CitationSimulator, gold) -> np.ndarray:
+    prob = self.citation_probabilities(gold)
+    return np.where(self.rng.random(prob.shape) < prob, 1, -1).astype(np.int8)
+
+@patch
+def simulate(self: CitationSimulator, gold) -> np.ndarray:
+    "±1 labels (int8) for boolean gold mask(s) of shape (s,) or (slates, s); counts one call per slate."
+    labels = self._draw(gold)
+    self.calls += 1 if labels.ndim == 1 else len(labels)
+    return labels
+
+# %% ../../nbs/ear/05_critic.ipynb #b60b878b
+@patch
+def _judge(self: CitationSimulator, query: Query, slate: list) -> np.ndarray: return self._draw(gold_mask(query, slate))
 
 # %% ../../nbs/ear/05_critic.ipynb #b7ce3318
 @runtime_checkable
@@ -185,6 +200,7 @@ class Scorer(Protocol):
         "A float vector of relevance scores in [0, 1], one per memory, in input order."
         ...
 
+# %% ../../nbs/ear/05_critic.ipynb #68219aed
 def check_scores(scores, n: int, name: str = "scores") -> np.ndarray:
     "Validate a vector of `n` finite relevance scores in [0, 1]; return it as float64."
     arr = np.asarray(scores, dtype=float)
@@ -195,6 +211,7 @@ def check_scores(scores, n: int, name: str = "scores") -> np.ndarray:
         raise ValueError(f"{name}: every score must lie in [0, 1], got range [{arr.min():.3g}, {arr.max():.3g}]")
     return arr
 
+# %% ../../nbs/ear/05_critic.ipynb #5ede1052
 class ScorerBase:
     "Shared plumbing of the scorers: input checks, output checks and the per-pair `calls` counter."
     def __init__(self): self.calls = 0
@@ -209,6 +226,7 @@ class ScorerBase:
 
     def _score(self, query: Query, memories: list) -> np.ndarray: raise NotImplementedError
 
+# %% ../../nbs/ear/05_critic.ipynb #b590abfe
 class OracleScorer(ScorerBase):
     "Scores 1.0 for the gold memories of the query and 0.0 for every other memory."
     def _score(self, query: Query, memories: list) -> np.ndarray: return gold_mask(query, memories).astype(float)
@@ -236,8 +254,16 @@ def memory_session(memory: Memory | str):
     m = _LOCOMO_TURN.match(str(memory))
     return f"S{m.group(1)}" if m else None
 
+# %% ../../nbs/ear/05_critic.ipynb #358923d6
 OTHER, NEAR_GOLD, GOLD = 0, 1, 2  # relevance classes of the simulator
 
+def _open_unit(x, name: str) -> float:
+    "A mean score strictly between 0 and 1 (a Beta distribution needs both shape parameters positive)."
+    x = check_probability(x, name)
+    if not 0 < x < 1: raise ValueError(f"{name}: expected a number strictly between 0 and 1, got {x!r}")
+    return x
+
+# %% ../../nbs/ear/05_critic.ipynb #3d3d859e
 class RelevanceSimulator(ScorerBase):
     "Simulated graded relevance in [0, 1]: Beta scores by class (gold / near-gold / other) with miss and false-alarm flips."
     def __init__(self,
@@ -266,12 +292,6 @@ class RelevanceSimulator(ScorerBase):
                 f"other_mean={self.other_mean}, near_gold_mean={self.near_gold_mean}, miss={self.miss}, "
                 f"false_alarm={self.false_alarm})")
 
-def _open_unit(x, name: str) -> float:
-    "A mean score strictly between 0 and 1 (a Beta distribution needs both shape parameters positive)."
-    x = check_probability(x, name)
-    if not 0 < x < 1: raise ValueError(f"{name}: expected a number strictly between 0 and 1, got {x!r}")
-    return x
-
 # %% ../../nbs/ear/05_critic.ipynb #5e1ba8b2
 @patch
 def classes(self: RelevanceSimulator, query: Query, memories: Sequence[Memory]) -> np.ndarray:
@@ -287,6 +307,7 @@ def classes(self: RelevanceSimulator, query: Query, memories: Sequence[Memory]) 
     near = np.fromiter((self.session(m) in sessions for m in memories), bool, len(memories))
     return np.where(~gold & near, NEAR_GOLD, out)
 
+# %% ../../nbs/ear/05_critic.ipynb #259f2b1b
 @patch
 def _draw(self: RelevanceSimulator, classes) -> np.ndarray:
     "Flip classes (miss, false alarm), then draw one Beta score per memory around its class mean."
@@ -308,6 +329,7 @@ def simulate(self: RelevanceSimulator, classes) -> np.ndarray:
     self.calls += len(out)
     return out
 
+# %% ../../nbs/ear/05_critic.ipynb #ca308873
 @patch
 def _score(self: RelevanceSimulator, query: Query, memories: list) -> np.ndarray:
     return self._draw(self.classes(query, memories))

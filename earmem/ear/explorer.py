@@ -99,12 +99,6 @@ def update(self: Explorer, slate, labels):
     self.means[slate] += (y - self.means[slate]) / self.counts[slate]
     self.slates.append(slate); self.labels.append(y.astype(np.int8))
 
-@patch
-def run(self: Explorer, judge: Callable, T: int | None = None) -> np.ndarray:
-    "Run T rounds of select → `judge(slate) → labels` → update; return the final slate (see `final_slate`)."
-    for _ in range(T or self.config.T): self.update(s := self.select(), judge(s))
-    return self.final_slate()
-
 # %% ../../nbs/ear/03_explorer.ipynb #6a8da66e
 def exploit_slate(aggregated, observed, relevance, s: int) -> np.ndarray:
     "Top-`s` candidates by aggregated feedback ȳ (unobserved = 0), ties broken by relevance, then position."
@@ -118,3 +112,10 @@ def final_slate(self: Explorer, rule: str | None = None) -> np.ndarray:
     if not self.slates: raise ValueError("final_slate: no exploration round has run yet")
     if rule == "last": return self.slates[-1].copy()
     return exploit_slate(self.means, self.observed, self.relevance, self.config.s)
+
+# %% ../../nbs/ear/03_explorer.ipynb #b980d1eb
+@patch
+def run(self: Explorer, judge: Callable, T: int | None = None) -> np.ndarray:
+    "Run T rounds of select → `judge(slate) → labels` → update; return the final slate (see `final_slate`)."
+    for _ in range(T or self.config.T): self.update(s := self.select(), judge(s))
+    return self.final_slate()

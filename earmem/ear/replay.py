@@ -36,10 +36,12 @@ def aggregate_feedback(K: int, slates: Sequence, labels: Sequence) -> tuple:
     observed = count > 0
     return observed, np.where(observed, total / np.maximum(count, 1), 0.0)
 
+# %% ../../nbs/ear/04_replay.ipynb #0fe05c0a
 def binary_rewards(ybar, observed) -> np.ndarray:
     "Eq. 20: +1 where ȳ > 0, −1 where ȳ ≤ 0 (ties → −1); 0 marks unobserved candidates."
     return np.where(observed, np.where(np.asarray(ybar) > 0, 1, -1), 0).astype(np.int8)
 
+# %% ../../nbs/ear/04_replay.ipynb #65aa2446
 @dataclass
 class Experience:
     "e^(n) of Eq. 13: frozen embeddings, observed set and binary rewards of one processed query."
@@ -106,8 +108,6 @@ def gumbel_slate(logits, s: int, tau: float = 0.5, generator: torch.Generator | 
     return (logits.detach() / tau - torch.log(-torch.log(u))).topk(s, dim=-1).indices
 
 # %% ../../nbs/ear/04_replay.ipynb #5d8f112b
-UNOBSERVED = ("mask", "negative")
-
 def stack_experiences(experiences: Sequence[Experience]) -> tuple:
     "Pad and stack experiences: q (B, d), memories (B, K, d), valid (B, K), observed (B, K), rewards (B, K)."
     K = max(len(e.memories) for e in experiences)
@@ -120,6 +120,7 @@ def stack_experiences(experiences: Sequence[Experience]) -> tuple:
         M[b, :k], valid[b, :k], obs[b, :k], rew[b, :k] = e.memories, True, e.observed, e.rewards
     return Q, M, valid, obs, rew
 
+# %% ../../nbs/ear/04_replay.ipynb #712caa7e
 def fused_logits(adapter: ResidualAdapter, q: torch.Tensor, M: torch.Tensor, base=None, scale=1.0) -> torch.Tensor:
     "Eq. 4 logits; over hybrid candidates (`base` given) the frozen fused score plus `scale`·(q̃ᵀm̃ − qᵀm), over τ."
     z = adapter.logits(q, M)
@@ -135,6 +136,9 @@ def _stack_bases(experiences: Sequence[Experience], K: int) -> tuple:
     base = np.zeros((len(experiences), K), np.float32)
     for b, e in enumerate(experiences): base[b, :len(e.base)] = e.base
     return torch.from_numpy(base), torch.tensor([e.scale for e in experiences], dtype=torch.float32)
+
+# %% ../../nbs/ear/04_replay.ipynb #a8ccf18c
+UNOBSERVED = ("mask", "negative")
 
 def replay_loss(adapter: ResidualAdapter, experiences: Sequence[Experience], s: int, tau: float = 0.5,
                 baseline: float = 0.5, unobserved: str = "negative", generator: torch.Generator | None = None) -> torch.Tensor:
@@ -246,6 +250,7 @@ def explorer(self: EAR, cands: Candidates, critic, T: int | None = None) -> Expl
     ex.run(lambda slate: self._judge(critic, cands, slate), T)
     return ex
 
+# %% ../../nbs/ear/04_replay.ipynb #138e9640
 @patch
 def select(self: EAR, cands: Candidates, s: int | None = None, explore: bool = False, critic=None,
            rule: str | None = None) -> np.ndarray:
@@ -295,6 +300,7 @@ def _replay_loss(self: EAR, q: np.ndarray) -> torch.Tensor:
     batch = [self.buffer[i] for i in self.buffer.sample(q, c.B, c.replay, self.rng)]
     return replay_loss(self.adapter, batch, c.s, c.tau, c.baseline, c.unobserved, self.generator)
 
+# %% ../../nbs/ear/04_replay.ipynb #725177b0
 @patch
 def _update(self: EAR, loss: torch.Tensor):
     "Eq. 18: one optimiser step on `loss`, the total gradient norm clipped at `grad_clip`."
@@ -359,6 +365,7 @@ def _buffer_tensors(buffer: ExperienceBuffer) -> dict:
     if base is not None: out.update(base=base.numpy(), scale=scale.numpy())     # experiences of hybrid candidates
     return out
 
+# %% ../../nbs/ear/04_replay.ipynb #f42c29d7
 def _ear_meta(ear: EAR, param_groups: list) -> dict:
     "What `ear.json` holds: class, configuration, counters, the numpy generator state and the buffer's index."
     return {"format": "earmem.EAR/1", "class": type(ear).__name__, "dim": ear.dim, "seed": ear.seed,
@@ -366,6 +373,7 @@ def _ear_meta(ear: EAR, param_groups: list) -> dict:
             "param_groups": param_groups, "rng": ear.rng.bit_generator.state,
             "buffer": {"query_ids": [e.query_id for e in ear.buffer.items], "K": [len(e.memories) for e in ear.buffer.items]}}
 
+# %% ../../nbs/ear/04_replay.ipynb #8c05bf2c
 def _write_ear(ear: EAR, folder: Path):
     "Write the files of a saved learner into `folder`."
     from safetensors.numpy import save as save_np
@@ -379,6 +387,7 @@ def _write_ear(ear: EAR, folder: Path):
     if bt: atomic_write(folder / "buffer.safetensors", save_np(bt))
     atomic_write_json(folder / "ear.json", _ear_meta(ear, opt["param_groups"]))
 
+# %% ../../nbs/ear/04_replay.ipynb #6e1518fd
 def _swap_in(tmp: Path, folder: Path):
     "Replace `folder` by `tmp` (a rename each; the old folder is removed only once the new one is in place)."
     import os, shutil
@@ -389,6 +398,7 @@ def _swap_in(tmp: Path, folder: Path):
     os.replace(tmp, folder)
     if old is not None: shutil.rmtree(old, ignore_errors=True)
 
+# %% ../../nbs/ear/04_replay.ipynb #6c7f6df2
 @patch
 def save(self: EAR, folder: str | Path):
     "Save adapter, optimiser, buffer, generators and config into `folder` (swapped in atomically)."
@@ -413,6 +423,7 @@ def _load_optimizer(ear: EAR, tensors: dict, param_groups: list):
             state.setdefault(int(pid), {})[name] = v
     ear.optimizer.load_state_dict({"state": state, "param_groups": param_groups})
 
+# %% ../../nbs/ear/04_replay.ipynb #b8c0cb88
 def _load_buffer(ear: EAR, folder: Path, index: dict):
     "Refill `ear.buffer` from `buffer.safetensors` (when the saved buffer was not empty)."
     from safetensors.numpy import load as load_np
@@ -423,6 +434,7 @@ def _load_buffer(ear: EAR, folder: Path, index: dict):
         ear.buffer.add(Experience(bt["q"][b], bt["memories"][b, :K], bt["observed"][b, :K].astype(bool),
                                   bt["ybar"][b, :K].astype(np.float64), qid, *(hy or ())))
 
+# %% ../../nbs/ear/04_replay.ipynb #1b0147f6
 @patch(cls_method=True)
 def load(cls: EAR, folder: str | Path) -> EAR:
     "Load a learner saved with `EAR.save` (its class, config, adapter, optimiser, buffer and generators)."

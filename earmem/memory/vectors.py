@@ -150,7 +150,7 @@ def remove(self: _Index, mid: str):
     self.active[p] = False; self.E[p] = 0; self.ids[p] = None; self.texts[p] = None; self.entities[p] = ()
     if self._bf16 is not None: self._dirty.add(p)
 
-# %% ../../nbs/memory/19_vectors.ipynb #da3b41eb
+# %% ../../nbs/memory/19_vectors.ipynb #a95e8303
 FILTER_FIELDS = ("kinds", "entities", "since", "until", "store", "metadata")
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ class SearchFilter:
             raise ValueError(f"store: expected one of {STORES}, got {self.store!r}")
         if self.metadata is not None: put("metadata", check_metadata_filter(self.metadata))
 
-# %% ../../nbs/memory/19_vectors.ipynb #e9c48ab7
+# %% ../../nbs/memory/19_vectors.ipynb #31800f07
 def check_metadata_filter(metadata, name: str = "metadata") -> dict:
     "A metadata filter as a dict of string keys to JSON scalars; ValueError/TypeError naming `name` otherwise."
     if not isinstance(metadata, dict): raise TypeError(f"{name}: expected a dict of key: value pairs, got {type(metadata).__name__}")
@@ -187,7 +187,7 @@ def check_metadata_filter(metadata, name: str = "metadata") -> dict:
         if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")): raise ValueError(f"{name}[{k!r}]: expected a finite number, got {v!r}")
     return dict(metadata)
 
-# %% ../../nbs/memory/19_vectors.ipynb #f4bc44d1
+# %% ../../nbs/memory/19_vectors.ipynb #9b0ecdd6
 @patch(cls_method=True)
 def from_args(cls: SearchFilter, args: dict) -> tuple:
     "(the filter made from `args`' filter fields, the remaining arguments); a `filter` key may hold a dict or a SearchFilter."
@@ -209,7 +209,7 @@ def to_dict(self: SearchFilter) -> dict:
         if k in out: out[k] = iso(out[k])
     return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
-# %% ../../nbs/memory/19_vectors.ipynb #551ee683
+# %% ../../nbs/memory/19_vectors.ipynb #a7d60160
 @patch(cls_method=True)
 def json_schema(cls: SearchFilter) -> dict:
     "JSON Schema `properties` of the filter fields, for tool specs and API schemas."

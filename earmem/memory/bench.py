@@ -25,6 +25,7 @@ def zipf_texts(rng, n: int, words: int = 10, vocab: int = 20_000, a: float = 1.1
     p = 1 / np.arange(1, vocab + 1) ** a
     return [" ".join(f"w{i}" for i in row) for row in rng.choice(vocab, (n, words), p=p / p.sum())]
 
+# %% ../../nbs/memory/26_bench.ipynb #c704b95b
 def _fill(store: MemoryStore, n: int, dim: int, batch: int, rng, progress: bool) -> float:
     "Fill `store` with `n` synthetic memories in batches; returns the seconds spent in `add_many`."
     kinds, t_add = list(KINDS), 0.0
@@ -37,6 +38,7 @@ def _fill(store: MemoryStore, n: int, dim: int, batch: int, rng, progress: bool)
         t0 = time.perf_counter(); store.add_many(items, embeddings=E); t_add += time.perf_counter() - t0
     return t_add
 
+# %% ../../nbs/memory/26_bench.ipynb #7de12834
 def _search_latency(store: MemoryStore, Q: np.ndarray, name: str, filters: dict, progress: bool) -> dict:
     "Median and p95 milliseconds of `search(q, k=5, **filters)` over the queries `Q`, embeddings or texts (after one warm-up)."
     store.search(Q[0], **filters)  # warm-up
@@ -61,6 +63,7 @@ def _benchmark_one(folder: Path, n: int, dim: int, n_queries: int, batch: int, r
     return {"memories": n, "dim": dim, "add_per_s": round(n / t_add), "marginal_add_per_s": round(batch / t_marginal),
             "open_s": round(t_open, 2), "search": lat}
 
+# %% ../../nbs/memory/26_bench.ipynb #a85cd86e
 def benchmark_store(sizes: Sequence[int] = (10_000, 100_000), dim: int = 384, n_queries: int = 200, batch: int = 1000,
                     seed: int = 0, folder: str | Path | None = None, progress: bool = True) -> list:
     "Add throughput (memories/s, encoding excluded) and search latency (ms/query) of synthetic stores of each size."
@@ -84,6 +87,15 @@ def synthetic_vectors(n: int, dim: int, rng, centers: np.ndarray | None = None) 
     if centers is None: return unit_rows(rng.standard_normal((n, dim))).astype(np.float32)
     return unit_rows(centers[rng.integers(len(centers), size=n)] + rng.standard_normal((n, dim)) / np.sqrt(dim)).astype(np.float32)
 
+# %% ../../nbs/memory/26_bench.ipynb #3c5457fa
+def _latency(fn, Q: np.ndarray) -> tuple:
+    "(results, p50 ms, p95 ms) of fn(q) over the queries, after one warm-up call."
+    fn(Q[0]); out, ts = [], []
+    for q in Q:
+        t0 = time.perf_counter(); out.append(fn(q)); ts.append(time.perf_counter() - t0)
+    return out, round(1000 * float(np.median(ts)), 2), round(1000 * float(np.percentile(ts, 95)), 2)
+
+# %% ../../nbs/memory/26_bench.ipynb #4625ecde
 def _bench_load(b: PostgresBackend, n: int, dim: int, rng, centers=None, chunk: int = 10_000) -> tuple:
     "Fill `b`'s namespace with `n` synthetic rows by COPY; (all vectors, seconds)."
     E, t = np.zeros((n, dim), np.float32), 0.0
@@ -94,13 +106,6 @@ def _bench_load(b: PostgresBackend, n: int, dim: int, rng, centers=None, chunk: 
         with b.write() as rev: b.insert(rows, rev)
         t += time.perf_counter() - t0
     return E, t
-
-def _latency(fn, Q: np.ndarray) -> tuple:
-    "(results, p50 ms, p95 ms) of fn(q) over the queries, after one warm-up call."
-    fn(Q[0]); out, ts = [], []
-    for q in Q:
-        t0 = time.perf_counter(); out.append(fn(q)); ts.append(time.perf_counter() - t0)
-    return out, round(1000 * float(np.median(ts)), 2), round(1000 * float(np.percentile(ts, 95)), 2)
 
 # %% ../../nbs/memory/26_bench.ipynb #ae81c842
 _FILTERS = {"plain": {}, "kind": {"kinds": ["fact"]}, "entity": {"entities": ["entity7"]}, "balanced": {"balanced": True}}
@@ -119,7 +124,9 @@ def _mirror(E: np.ndarray) -> _Index:
     "Chapter 19's in-memory index over the synthetic rows with embeddings `E` (SQLite's exact scan)."
     ix = _Index(E.shape[1]); ix.load(_synthetic_rows(0, E)); return ix
 
+# %% ../../nbs/memory/26_bench.ipynb #3f23374b
 def _index_sizes(b: PostgresBackend) -> dict:
+    "Megabytes of the HNSW index, of the table, and of the table with all its indexes."
     size = lambda rel: b._q("SELECT pg_relation_size(to_regclass(%s))", (f"{b.schema}.{rel}",)).fetchone()[0]
     total = b._q("SELECT pg_total_relation_size(to_regclass(%s))", (f"{b.schema}.memories",)).fetchone()[0]
     return {"hnsw_mb": round(size("memories_hnsw") / 2**20, 1), "table_mb": round(size("memories") / 2**20, 1),
@@ -131,6 +138,13 @@ def _build_hnsw(b: PostgresBackend, maintenance_work_mem: str) -> float:
     t0 = time.perf_counter(); b._q(HNSW_INDEX.format(s=b.schema, **b.hnsw)); t = time.perf_counter() - t0
     b._q("ANALYZE {s}.memories")
     return t
+
+# %% ../../nbs/memory/26_bench.ipynb #729af3d8
+def _server_ms(b: PostgresBackend, Q: np.ndarray, K: int) -> float:
+    "Median execution time inside the server (EXPLAIN ANALYZE) of the unfiltered top-K query."
+    where, params = b._where()
+    sql = f"EXPLAIN (ANALYZE, FORMAT JSON) SELECT seq FROM {{s}}.memories WHERE {where} ORDER BY embedding <#> %s LIMIT %s"
+    return round(float(np.median([b._q(sql, (*params, q, K)).fetchone()[0][0]["Execution Time"] for q in Q])), 2)
 
 # %% ../../nbs/memory/26_bench.ipynb #875b95f3
 def _time_searches(b, tenant, ix, tix, Q, T, K, ef_search) -> dict:
@@ -153,12 +167,7 @@ def _time_searches(b, tenant, ix, tix, Q, T, K, ef_search) -> dict:
         out[f"ef_search={ef}"]["hybrid_text"] = dict(zip(("p50_ms", "p95_ms"), _latency(hybrid, range(len(Q)))[1:]))
     return out
 
-def _server_ms(b: PostgresBackend, Q: np.ndarray, K: int) -> float:
-    "Median execution time inside the server (EXPLAIN ANALYZE) of the unfiltered top-K query."
-    where, params = b._where()
-    sql = f"EXPLAIN (ANALYZE, FORMAT JSON) SELECT seq FROM {{s}}.memories WHERE {where} ORDER BY embedding <#> %s LIMIT %s"
-    return round(float(np.median([b._q(sql, (*params, q, K)).fetchone()[0][0]["Execution Time"] for q in Q])), 2)
-
+# %% ../../nbs/memory/26_bench.ipynb #7e393cb8
 def _bench_one(url: str, n: int, dim: int, tenants: int, per_tenant: int, n_queries: int, K: int, ef_search, rng,
                maintenance_work_mem: str, clusters: int, hnsw: dict) -> dict:
     "Load, index and search one synthetic store of `n` memories in a fresh schema."

@@ -10,6 +10,7 @@ from datetime import date, datetime, timezone
 from functools import lru_cache
 from typing import Callable, Sequence
 import numpy as np
+from fastcore.basics import patch
 from ..core import (check_choice, DEFAULT_MODEL, Encoder, Memory, check_number, check_positive_int,
                          check_probability, check_int)
 from ..ear.replay import EARConfig
@@ -78,6 +79,7 @@ def check_line(s: str, name: str, max_chars: int) -> str:
     if len(s) > max_chars: raise ValueError(f"{name}: is {len(s)} characters long; at most {max_chars} are allowed")
     return s
 
+# %% ../../nbs/memory/17_hygiene.ipynb #d8b56cf6
 def json_depth(x, limit: int = MAX_DEPTH) -> int:
     "Nesting depth of a JSON-like value, computed without recursion; stops counting past `limit`."
     depth, level = 0, [x]
@@ -100,6 +102,7 @@ def check_entities(entities, name: str = "entities") -> tuple:
         if e.casefold() not in {o.casefold() for o in out}: out.append(e)
     return tuple(out)
 
+# %% ../../nbs/memory/17_hygiene.ipynb #13d27043
 def entities_overlap(a: tuple, b: tuple) -> bool:
     "Entity sets overlap (case-insensitive), or neither names any entity."
     if not a and not b: return True
@@ -128,6 +131,7 @@ def to_epoch(ts, name: str = "timestamp") -> float | None:
     if isinstance(ts, str): return _epoch_of_text(ts.strip(), name)
     raise TypeError(f"{name}: expected a time (ISO string, number, datetime), got {type(ts).__name__}")
 
+# %% ../../nbs/memory/17_hygiene.ipynb #1dc771da
 def iso(epoch: float | None) -> str | None:
     "ISO-8601 UTC text of Unix seconds (whole seconds)."
     if epoch is None: return None
@@ -183,12 +187,17 @@ class StoreConfig:
         if not isinstance(self.ear, dict): raise TypeError(f"ear: expected a dict of EARConfig overrides, got {type(self.ear).__name__}")
         check_seed_and_ear(self)
 
-    def to_json(self) -> dict: return {**asdict(self), "conflict_kinds": list(self.conflict_kinds)}
+# %% ../../nbs/memory/17_hygiene.ipynb #cc68af84
+@patch
+def to_json(self: StoreConfig) -> dict:
+    "The config as a JSON-ready dict (`conflict_kinds` as a list)."
+    return {**asdict(self), "conflict_kinds": list(self.conflict_kinds)}
 
-    @classmethod
-    def from_json(cls, d: dict) -> "StoreConfig":
-        known, d = {f.name for f in fields(cls)}, {"retriever": "dense", **d}  # saved before hybrid existed: dense
-        return cls(**{k: (tuple(v) if k == "conflict_kinds" else v) for k, v in d.items() if k in known})
+@patch(cls_method=True)
+def from_json(cls: StoreConfig, d: dict) -> "StoreConfig":
+    "The config saved as `d`; fields it does not know are dropped, a missing `retriever` means dense."
+    known, d = {f.name for f in fields(cls)}, {"retriever": "dense", **d}  # saved before hybrid existed: dense
+    return cls(**{k: (tuple(v) if k == "conflict_kinds" else v) for k, v in d.items() if k in known})
 
 # %% ../../nbs/memory/17_hygiene.ipynb #fc92f0a5
 ITEM_FIELDS = ("text", "kind", "entities", "importance", "timestamp", "source", "id", "metadata", "confidence", "store")
@@ -207,6 +216,7 @@ def _item_of(item, where: str, defaults: dict) -> dict:
     if extra: raise ValueError(f"{where}: unknown field(s) {sorted(extra)}; expected some of {sorted(ITEM_FIELDS)}")
     return item
 
+# %% ../../nbs/memory/17_hygiene.ipynb #ceb717d1
 def _check_optional_str(x, name: str):
     if x is not None and not isinstance(x, str): raise TypeError(f"{name}: expected a string, got {type(x).__name__}")
     return x
@@ -219,6 +229,7 @@ def _metadata_json(meta, name: str) -> str:
     if len(out) > MAX_METADATA_CHARS: raise ValueError(f"{name}: is {len(out)} characters as JSON; at most {MAX_METADATA_CHARS} are allowed")
     return out
 
+# %% ../../nbs/memory/17_hygiene.ipynb #0c89f1fa
 TIME_RANGE = (-2208988800.0, 7258118400.0)  # 1900-01-01 .. 2200-01-01 UTC: the times a memory may carry
 
 def check_time(epoch: float, name: str) -> float:
@@ -270,22 +281,27 @@ class HashingEncoder:
         self.model_id = f"earmem/hashing-{self.dim}-{self.seed}"
         self.tokenizer = WordTokenizer()
 
-    def _vector(self, text: str) -> np.ndarray:
-        words = [w for w in re.findall(r"\w+", text.lower()) if w not in _STOPWORDS]
-        feats = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
-        v = np.zeros(self.dim, np.float32)
-        for f in feats or [text]:
-            h = zlib.crc32(f"{self.seed}\x00{f}".encode())
-            v[h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
-        if not v.any(): v[zlib.crc32(text.encode()) % self.dim] = 1.0
-        return v / np.linalg.norm(v)
-
-    def encode_documents(self, texts: Sequence[str], progress=None) -> np.ndarray:
-        if isinstance(texts, str): raise TypeError("texts: expected a list of strings, got a single string")
-        return np.stack([self._vector(t) for t in texts]).astype(np.float32) if len(texts) else np.zeros((0, self.dim), np.float32)
-    encode_queries = encode_documents
-
     def __repr__(self): return f"HashingEncoder(dim={self.dim}, seed={self.seed})"
+
+# %% ../../nbs/memory/17_hygiene.ipynb #e0e4850a
+@patch
+def _vector(self: HashingEncoder, text: str) -> np.ndarray:
+    "The unit vector of one text: signed hashes of its content words and word pairs."
+    words = [w for w in re.findall(r"\w+", text.lower()) if w not in _STOPWORDS]
+    feats = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    v = np.zeros(self.dim, np.float32)
+    for f in feats or [text]:
+        h = zlib.crc32(f"{self.seed}\x00{f}".encode())
+        v[h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
+    if not v.any(): v[zlib.crc32(text.encode()) % self.dim] = 1.0
+    return v / np.linalg.norm(v)
+
+@patch
+def encode_documents(self: HashingEncoder, texts: Sequence[str], progress=None) -> np.ndarray:
+    "Unit float32 rows, one per text (`progress` is accepted for the `Encoder` interface and ignored)."
+    if isinstance(texts, str): raise TypeError("texts: expected a list of strings, got a single string")
+    return np.stack([self._vector(t) for t in texts]).astype(np.float32) if len(texts) else np.zeros((0, self.dim), np.float32)
+HashingEncoder.encode_queries = HashingEncoder.encode_documents
 
 # %% ../../nbs/memory/17_hygiene.ipynb #5a6cb7db
 _HASHING_ID = re.compile(r"^earmem/hashing-(\d+)-(\d+)$")
@@ -296,6 +312,7 @@ def encoder_from_id(model_id: str):
     if m: return HashingEncoder(int(m.group(1)), int(m.group(2)))
     return Encoder(None if model_id == DEFAULT_MODEL else model_id)
 
+# %% ../../nbs/memory/17_hygiene.ipynb #ea5f1c2b
 @lru_cache(maxsize=8)
 def _auto_tokenizer(path: str):
     from transformers import AutoTokenizer

@@ -29,6 +29,7 @@ def seed_store(path: Path, op: str, n: int = 200) -> None:
     s.add("the value of u is 0", "fact", id="u")
     s.close()
 
+# %% ../../nbs/memory/24_reliability.ipynb #002f1a74
 def _one(s: MemoryStore, op: str, trial: int, i: int) -> str:
     "Run operation `op` once (the i-th of this trial); returns the token the harness checks after the kill."
     if op == "add": return s.add(f"crash memory {trial}-{i} about {_QUERIES[i % 5]}", "episode", id=f"t{trial}-{i}").id
@@ -42,19 +43,20 @@ def _one(s: MemoryStore, op: str, trial: int, i: int) -> str:
     if op == "checkpoint": s.flush()
     return "fb"
 
-def _worker(path: str, op: str, trial: int, log: str, start: int = 0) -> None:
-    "Child process: repeat `op`, appending one line per completed (committed) call to `log`."
-    s = MemoryStore(path, lock_timeout=60)
-    with open(log, "a") as f:
-        for i in range(start, 10 ** 6):
-            f.write(_one(s, op, trial, i) + "\n"); f.flush()
-
 # %% ../../nbs/memory/24_reliability.ipynb #0c1377ff
 def _lines(log: Path) -> list:
     "Complete lines of a log (a line cut by the kill is dropped)."
     if not log.exists(): return []
     text = log.read_text()
     return text.split("\n")[:-1]
+
+# %% ../../nbs/memory/24_reliability.ipynb #c641d290
+def _worker(path: str, op: str, trial: int, log: str, start: int = 0) -> None:
+    "Child process: repeat `op`, appending one line per completed (committed) call to `log`."
+    s = MemoryStore(path, lock_timeout=60)
+    with open(log, "a") as f:
+        for i in range(start, 10 ** 6):
+            f.write(_one(s, op, trial, i) + "\n"); f.flush()
 
 def _kill_after(proc, log: Path, rng, max_delay: float):
     "Let `proc` complete at least one call, then SIGKILL it after a random delay."
@@ -64,6 +66,7 @@ def _kill_after(proc, log: Path, rng, max_delay: float):
     if not proc.is_alive(): raise RuntimeError(f"worker exited early (exit code {proc.exitcode}); see its stderr")
     os.kill(proc.pid, signal.SIGKILL); proc.join()
 
+# %% ../../nbs/memory/24_reliability.ipynb #d87a1168
 def _verify(path: Path, op: str, tokens: list, trial: int) -> tuple:
     "(committed calls found, lost, check ok, learner steps == feedback rows) after a kill."
     s = MemoryStore(path)
@@ -131,6 +134,23 @@ def _spawn(ctx, kind: str, k: int, args: tuple, folder: Path, done: dict):
     p = ctx.Process(target=target, args=a); p.start()
     return p
 
+# %% ../../nbs/memory/24_reliability.ipynb #4b8f1703
+def _concurrency_figures(path: Path, folder: Path, feeders: int, adders: int, calls: int, quota: int, kills: int) -> dict:
+    "What the run promised, measured after reopening the store."
+    fb = [l for k in range(feeders) for l in _lines(folder / f"fb{k}.log")]
+    added = [l for k in range(adders) for l in _lines(folder / f"add{k}.log")]
+    s = MemoryStore(path)
+    st = s.stats()
+    out = {"kills": kills, "feedback_ok": sum(l == "ok" for l in fb), "failed_calls": sum(l.startswith("fail") for l in fb + added),
+           "failures": [l for l in fb + added if l.startswith("fail")][:5], "adds_committed": len(added),
+           "memories_lost": sum(a not in s for a in added if not a.startswith("fail")),
+           "adders_complete": all(f"a{k}-{i}" in s for k in range(adders) for i in range(quota)),
+           "feedback_rows": st["feedback"], "learner_steps": st["learner_steps"], "integrity_ok": s.check()["ok"]}
+    out["feedback_lost"] = max(0, out["feedback_ok"] - out["feedback_rows"])
+    s.close()
+    return out
+
+# %% ../../nbs/memory/24_reliability.ipynb #fac5b346
 def concurrency_run(folder: str | Path = "concurrency-run", feeders: int = 4, calls: int = 100, adders: int = 2,
                     quota: int = 100, kill_every: float = 1.0, seed: int = 0, max_kills: int = 40) -> dict:
     "`feeders` processes × `calls` feedback and `adders` adding processes on one store, SIGKILLed (at most `max_kills` times) and restarted."
@@ -153,21 +173,6 @@ def concurrency_run(folder: str | Path = "concurrency-run", feeders: int = 4, ca
     for p in procs.values(): p.join()
     crashed = sum(p.exitcode != 0 for p in procs.values())  # a worker that died by itself (not by our SIGKILL) stays dead
     return {**_concurrency_figures(path, folder, feeders, adders, calls, quota, kills), "workers_crashed": crashed}
-
-def _concurrency_figures(path: Path, folder: Path, feeders: int, adders: int, calls: int, quota: int, kills: int) -> dict:
-    "What the run promised, measured after reopening the store."
-    fb = [l for k in range(feeders) for l in _lines(folder / f"fb{k}.log")]
-    added = [l for k in range(adders) for l in _lines(folder / f"add{k}.log")]
-    s = MemoryStore(path)
-    st = s.stats()
-    out = {"kills": kills, "feedback_ok": sum(l == "ok" for l in fb), "failed_calls": sum(l.startswith("fail") for l in fb + added),
-           "failures": [l for l in fb + added if l.startswith("fail")][:5], "adds_committed": len(added),
-           "memories_lost": sum(a not in s for a in added if not a.startswith("fail")),
-           "adders_complete": all(f"a{k}-{i}" in s for k in range(adders) for i in range(quota)),
-           "feedback_rows": st["feedback"], "learner_steps": st["learner_steps"], "integrity_ok": s.check()["ok"]}
-    out["feedback_lost"] = max(0, out["feedback_ok"] - out["feedback_rows"])
-    s.close()
-    return out
 
 # %% ../../nbs/memory/24_reliability.ipynb #b7199424
 def main(argv=None):

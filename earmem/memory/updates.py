@@ -8,6 +8,7 @@ import re, unicodedata
 from dataclasses import dataclass
 from typing import Callable, Protocol
 import numpy as np
+from fastcore.basics import patch
 from ..core import check_choice, check_int
 from ..ear.llm import _json_objects, _safe_json
 from .hygiene import check_entities, entities_overlap, merge_confidence
@@ -35,6 +36,7 @@ class Judge(Protocol):
     "Decides whether `new` restates or updates `old` (a pair that already passed the near-duplicate gate)."
     def __call__(self, old: str, new: str) -> Decision: ...
 
+# %% ../../nbs/memory/18_updates.ipynb #796500f4
 _PUNCT = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-",
                         "\u2212": "-", "\u00a0": " ", "\u202f": " "})
 
@@ -49,7 +51,6 @@ _NUMBER_WORDS = dict(zero=0, one=1, two=2, three=3, four=4, five=5, six=6, seven
                      thousand=1000, dozen=12, once=1, twice=2)
 _NUM = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 _NUMW = rf"(?:{_NUM}|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})"
-_SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "bn": 1e9, "b": 1e9, "billion": 1e9}
 
 def _number(s: str) -> float:
     "'1,450' → 1450.0, 'two' → 2.0."
@@ -58,6 +59,7 @@ def _number(s: str) -> float:
 
 def _short(x: float) -> str: return f"{x:.6g}"
 
+# %% ../../nbs/memory/18_updates.ipynb #9cf501e2
 def _units() -> dict:
     "unit → (dimension, factor to the dimension's base unit)."
     table = [("bytes", 1, "b byte bytes"), ("bytes", 1e3, "kb"), ("bytes", 1e6, "mb"), ("bytes", 1e9, "gb"),
@@ -79,16 +81,21 @@ def _quantity(g: dict) -> str:
 # %% ../../nbs/memory/18_updates.ipynb #4e59ae79
 _MONTHS = "january february march april may june july august september october november december".split()
 _MON = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-_CURRENCIES = {"$": "usd", "dollar": "usd", "dollars": "usd", "usd": "usd", "€": "eur", "euro": "eur", "euros": "eur",
-               "eur": "eur", "£": "gbp", "gbp": "gbp", "¥": "jpy", "yen": "jpy", "jpy": "jpy", "chf": "chf"}
 
 def _month(s: str) -> int: return next(i + 1 for i, m in enumerate(_MONTHS) if m.startswith(s.casefold()[:3]))
 def _date(y, m: int, d) -> str: return f"{y or '????'}-{m:02d}-{int(d):02d}" if d else f"{y or '????'}-{m:02d}"
+
+# %% ../../nbs/memory/18_updates.ipynb #039edc58
 def _clock(h: int, m: int) -> str: return f"{h % 24:02d}:{m:02d}"
 
 def _ampm(g: dict) -> str:
     "'3pm' → '15:00', '12 a.m.' → '00:00'."
     return _clock(int(g["h"]) % 12 + (12 if g["ap"].casefold().startswith("p") else 0), int(g["m"] or 0))
+
+# %% ../../nbs/memory/18_updates.ipynb #913fd6a4
+_CURRENCIES = {"$": "usd", "dollar": "usd", "dollars": "usd", "usd": "usd", "€": "eur", "euro": "eur", "euros": "eur",
+               "eur": "eur", "£": "gbp", "gbp": "gbp", "¥": "jpy", "yen": "jpy", "jpy": "jpy", "chf": "chf"}
+_SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "bn": 1e9, "b": 1e9, "billion": 1e9}
 
 def _money(g: dict) -> str:
     "'$1,450' → '1450 usd', '€20k' → '20000 eur'."
@@ -128,6 +135,8 @@ _EXTRACTORS = [  # (slot, pattern, canonical value of a match's groups); applied
      lambda g: clean_text(g[0]).casefold().replace("the ", "")),
     ("quantity", re.compile(rf"(?<![\w.,])(?P<n>{_NUMW})(?:st|nd|rd|th)?(?:\s?(?P<u>{_UNIT})\b|(?![\w]))", _I), _quantity),
 ]
+
+# %% ../../nbs/memory/18_updates.ipynb #0951b1ea
 _NEGATION = re.compile(r"\b(?:no longer|not anymore|not|no|never|none|nothing|nobody|nowhere|neither|nor|without|"
                        r"cannot|stopped|quit|ceased|gave up)\b|n't\b", _I)
 
@@ -171,6 +180,7 @@ def _extract(text: str) -> tuple:
     found["negation"] = {n: n}
     return found, masked
 
+# %% ../../nbs/memory/18_updates.ipynb #fe3b43ba
 def _slots(text: str, other: str) -> dict:
     "{slot: {canonical: surface}} of `text`, names read against `other`."
     found, masked = _extract(text)
@@ -196,6 +206,7 @@ def slot_changes(old: dict, new: dict) -> list:
         out.append((slot, tuple(v for v in a if v not in b), tuple(v for v in b if v not in a)))
     return out
 
+# %% ../../nbs/memory/18_updates.ipynb #a7362f21
 def _describe(change: tuple, surface: dict) -> str:
     "'time 4pm → 3pm', 'value Room, B added', 'negation added'."
     slot, gone, added = change
@@ -229,6 +240,7 @@ def update_messages(old: str, new: str) -> list:
             'Is the new memory a restatement or an update of the old one? Answer with {"action": ..., "reason": ...} only.')
     return [{"role": "system", "content": UPDATE_SYSTEM}, {"role": "user", "content": user}]
 
+# %% ../../nbs/memory/18_updates.ipynb #dd7f0e9d
 def parse_decision(text: str) -> Decision | None:
     "The last {'action': 'restatement'|'update', 'reason': …} object of a reply as a Decision; None when there is none."
     for obj in reversed(_json_objects(text or "")):
@@ -247,25 +259,31 @@ class LLMJudge:
         self.client, self.retries, self.fallback = client, check_int(retries, "retries", low=0), fallback
         self.failures, self.last_reply = 0, None
 
-    def _fall_back(self, old: str, new: str, why: str) -> Decision:
-        self.failures += 1
-        d = self.fallback(old, new)
-        return Decision(d.action, f"{d.reason} ({why})", d.changes, by="rules (llm fallback)")
+# %% ../../nbs/memory/18_updates.ipynb #7d6799c7
+@patch
+def _fall_back(self: LLMJudge, old: str, new: str, why: str) -> Decision:
+    "The fallback judge's decision on the pair, marked as a fallback and counted, with the cause `why` in its reason."
+    self.failures += 1
+    d = self.fallback(old, new)
+    return Decision(d.action, f"{d.reason} ({why})", d.changes, by="rules (llm fallback)")
 
-    def __call__(self, old: str, new: str) -> Decision:
-        messages = update_messages(old, new)
-        for _ in range(self.retries + 1):
-            try: self.last_reply = self.client.chat(messages)
-            except (ConnectionError, RuntimeError) as e:
-                if self.fallback is None: raise
-                return self._fall_back(old, new, f"LLM unavailable: {type(e).__name__}")
-            d = parse_decision(self.last_reply)
-            if d is not None: return d
-        if self.fallback is None:
-            raise ValueError(f"LLMJudge: no {{\"action\": ...}} object in the reply after {self.retries + 1} attempt(s); "
-                             f"last reply: {str(self.last_reply)[:300]!r}")
-        return self._fall_back(old, new, "LLM answer unusable")
+@patch
+def __call__(self: LLMJudge, old: str, new: str) -> Decision:
+    "Ask the model whether `new` restates or updates `old`; the fallback decides when the model fails or stays unusable."
+    messages = update_messages(old, new)
+    for _ in range(self.retries + 1):
+        try: self.last_reply = self.client.chat(messages)
+        except (ConnectionError, RuntimeError) as e:
+            if self.fallback is None: raise
+            return self._fall_back(old, new, f"LLM unavailable: {type(e).__name__}")
+        d = parse_decision(self.last_reply)
+        if d is not None: return d
+    if self.fallback is None:
+        raise ValueError(f"LLMJudge: no {{\"action\": ...}} object in the reply after {self.retries + 1} attempt(s); "
+                         f"last reply: {str(self.last_reply)[:300]!r}")
+    return self._fall_back(old, new, "LLM answer unusable")
 
+# %% ../../nbs/memory/18_updates.ipynb #210292bd
 def llm_judge(client, retries: int = 1, fallback: Judge | None = judge_change) -> LLMJudge:
     "A `Judge` backed by the chat model behind `client`, falling back to the rules by default."
     return LLMJudge(client, retries, fallback)
@@ -306,14 +324,7 @@ def _best_duplicate(item: dict, old: list, new: list, fresh: list, fresh_of: dic
             best, best_sim = ("new", f), sim
     return best, best_sim
 
-def _supersede(best: tuple, fresh: list, merges: dict, decision: Decision):
-    "Record that the newest fresh item replaces the duplicate `best` (a stored id, or an earlier fresh item)."
-    where, ref = best
-    new = fresh[-1]
-    if where == "old": new["supersedes"] = ref["id"]
-    else: new["supersedes"], fresh[ref]["status"] = ("fresh", ref), "superseded"
-    new["reason"] = decision.reason
-
+# %% ../../nbs/memory/18_updates.ipynb #8d2b04b6
 def _fresh(item: dict, vec) -> dict:
     return {**item, "vec": vec, "count": 1, "accessed": item["created"], "dups": [], "status": "active", "supersedes": None}
 
@@ -322,6 +333,16 @@ def _claim_text(best: tuple, fresh: list) -> str:
     where, ref = best
     return ref["text"] if where == "old" else fresh[ref]["text"]
 
+# %% ../../nbs/memory/18_updates.ipynb #5832ef33
+def _supersede(best: tuple, fresh: list, merges: dict, decision: Decision):
+    "Record that the newest fresh item replaces the duplicate `best` (a stored id, or an earlier fresh item)."
+    where, ref = best
+    new = fresh[-1]
+    if where == "old": new["supersedes"] = ref["id"]
+    else: new["supersedes"], fresh[ref]["status"] = ("fresh", ref), "superseded"
+    new["reason"] = decision.reason
+
+# %% ../../nbs/memory/18_updates.ipynb #24a8bd61
 def plan_dedupe(items: list, V: np.ndarray, old: list, new: list, stored: Callable, exists: Callable,
                 judge: Judge | None = judge_change) -> tuple:
     "(fresh items, merged fields by stored id, per-item (where, ref, cosine, decision), explicit ids) for a batch."

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 from . import __version__
 from .core import Encoder, atomic_write, check_positive_int
-from .ear.critic import CitationSimulator
+from .ear.critic import PAPER_PRECISION, PAPER_RECALL, CitationSimulator
 from .ear.replay import EARConfig
 from .experiments.data import load_locomo, load_longmemeval
 from .experiments.evaluation import BENCHMARKS, METHODS, CriticSettings, format_table, reproduce
@@ -84,8 +84,8 @@ def _training_options(p, suppress: bool = False):
             help="processes (seeds and trainings run in parallel)")
     _option(p, suppress, "--set", action="append", default=[], metavar="KEY=VALUE",
             help="override an EAR setting, e.g. --set lr=1e-3 --set unobserved=mask (repeatable)")
-    _option(p, suppress, "--precision", type=float, default=0.88, metavar="P", help="simulated critic precision (App. A.2)")
-    _option(p, suppress, "--recall", type=float, default=0.86, metavar="R", help="simulated critic recall (App. A.2)")
+    _option(p, suppress, "--precision", type=float, default=PAPER_PRECISION, metavar="P", help="simulated critic precision (App. A.2)")
+    _option(p, suppress, "--recall", type=float, default=PAPER_RECALL, metavar="R", help="simulated critic recall (App. A.2)")
 
 def _learning_options(p, suppress: bool = False):
     "Options of the modes run by chapter 11 (tables, method): the candidate retriever and the settings preset."

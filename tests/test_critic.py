@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from earmem.core import Memory, Query
 from earmem.toys import StubChatServer
-from earmem.ear.critic import (CitationSimulator, Critic, OracleCritic, RelevanceSimulator, Scorer, expected_micro_metrics,
+from earmem.ear.critic import (PAPER_PRECISION, PAPER_RECALL, CitationSimulator, Critic, OracleCritic, RelevanceSimulator, Scorer, expected_micro_metrics,
                            expected_slate_precision, false_positive_rate, roc_auc)
 from earmem.ear.llm import LLMCritic, LLMScorer, data_message, parse_citations, parse_scores
 
@@ -71,7 +71,7 @@ def test_expected_micro_metrics_match_simulation():
     rng = np.random.default_rng(0)
     n = rng.integers(1, 4, size=30_000)
     gold = np.argsort(rng.random((len(n), 8)), axis=1) < n[:, None]
-    for p, r in [(0.88, 0.86), (0.6, 0.9)]:
+    for p, r in [(PAPER_PRECISION, PAPER_RECALL), (0.6, 0.9)]:
         y = CitationSimulator(p, r, seed=1).simulate(gold) > 0
         exp = expected_micro_metrics([1, 2, 3], 8, p, r)
         assert (y & gold).sum() / y.sum() == pytest.approx(exp["precision"], abs=0.01)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 import torch
+from fastcore.basics import patch
 from ..core import Encoder, atomic_write, check_positive_int, evaluate
 from ..ear.replay import EAR
 from ..ear.critic import CitationSimulator
@@ -68,31 +69,33 @@ class Run:
     "One training run of an analysis; hashable, so equal settings are trained once per prepared benchmark."
     training: str
     seed: int = 0
-    k: int = 5
+    k: int = 5  # the slate size s (and the cut-off of Recall@s)
     overrides: tuple = ()  # sorted (key, value) pairs of EARConfig settings that differ from the training's defaults
     precision: float = 0.88
     recall: float = 0.86
     stores: str = "episodic"  # 'episodic': the prepared candidates; 'both' / 'semantic': §5 candidate sets
     every: int = 40
 
-    @classmethod
-    def make(cls, prep: Prepared, training: str, seed: int = 0, k: int = 5, overrides: dict | None = None,
-             feedback: CriticSettings | None = None, stores: str = "episodic", every: int = 40) -> "Run":
-        "A normalised Run: overrides validated and reduced to those that change the config."
-        if training not in TRAININGS: raise ValueError(f"training: expected one of {sorted(TRAININGS)}, got {training!r}")
-        if stores not in STORES: raise ValueError(f"stores: expected one of {STORES}, got {stores!r}")
-        fb = feedback or CriticSettings()
-        K = 2 * (prep.K // 2) if stores == "both" else prep.K
-        base = asdict(make_config(training, replace(prep, K=K), k))
-        cfg = asdict(make_config(training, replace(prep, K=K), k, overrides))       # validates the overrides
-        diff = tuple(sorted((n, _hashable(v)) for n, v in cfg.items() if v != base[n]))
-        return cls(training, int(seed), int(k), diff, float(fb.precision), float(fb.recall), stores, int(every))
-
     @property
     def feedback(self) -> CriticSettings: return CriticSettings(self.precision, self.recall)
 
+# %% ../../nbs/experiments/13_analyses.ipynb #a683442e
 def _hashable(v): return tuple(v) if isinstance(v, list) else v
 
+@patch(cls_method=True)
+def make(cls: Run, prep: Prepared, training: str, seed: int = 0, k: int = 5, overrides: dict | None = None,
+         feedback: CriticSettings | None = None, stores: str = "episodic", every: int = 40) -> Run:
+    "A normalised Run: overrides validated and reduced to those that change the config."
+    if training not in TRAININGS: raise ValueError(f"training: expected one of {sorted(TRAININGS)}, got {training!r}")
+    if stores not in STORES: raise ValueError(f"stores: expected one of {STORES}, got {stores!r}")
+    fb = feedback or CriticSettings()
+    K = 2 * (prep.K // 2) if stores == "both" else prep.K
+    base = asdict(make_config(training, replace(prep, K=K), k))
+    cfg = asdict(make_config(training, replace(prep, K=K), k, overrides))       # validates the overrides
+    diff = tuple(sorted((n, _hashable(v)) for n, v in cfg.items() if v != base[n]))
+    return cls(training, int(seed), int(k), diff, float(fb.precision), float(fb.recall), stores, int(every))
+
+# %% ../../nbs/experiments/13_analyses.ipynb #25ee7907
 def _cost(run: Run, prep: Prepared) -> float:
     "Rough relative training time of a run (measured: ~8 ms per step, +0.3 ms per Explorer round, +1.4 ms per replay)."
     cfg = make_config(run.training, prep, run.k, dict(run.overrides))
@@ -100,6 +103,7 @@ def _cost(run: Run, prep: Prepared) -> float:
     per = 8 + (0.33 * cfg.T if cfg.train_slates == "explorer" else 0) + (1.4 * cfg.B if cfg.replay else 0)
     return epochs * per * len(prep.train)
 
+# %% ../../nbs/experiments/13_analyses.ipynb #20a90a67
 def _cache(prep: Prepared) -> dict:
     return prep.__dict__.setdefault("_analysis_cache", {"runs": {}, "preps": {}, "tests": {}, "extra": {}})
 
@@ -110,6 +114,7 @@ def store_prep(prep: Prepared, stores: str = "episodic", progress: bool = False)
     if stores not in c: c[stores] = CANDIDATE_SETS.lookup(stores)(prep, progress=progress)
     return c[stores]
 
+# %% ../../nbs/experiments/13_analyses.ipynb #0312103c
 def run_test_set(prep: Prepared, stores: str = "episodic") -> TestSet:
     "The cached `TestSet` of the test split for `stores`."
     c = _cache(prep)["tests"]
@@ -120,20 +125,40 @@ def run_test_set(prep: Prepared, stores: str = "episodic") -> TestSet:
 
 # %% ../../nbs/experiments/13_analyses.ipynb #3ece283a
 def _train(prep: Prepared, run: Run, progress: bool = False) -> dict:
+    "The `learning_curve` of one run, on the candidates and the cached test set of its `stores`."
     p = store_prep(prep, run.stores)
     return learning_curve(p, run.training, run.seed, run.k, dict(run.overrides), run.feedback, run.every,
                           run_test_set(prep, run.stores), progress)
 
+# %% ../../nbs/experiments/13_analyses.ipynb #116dc573
 _FORK_PREP = None
 def _run_worker(run: Run):
+    "One run in a forked worker: one torch thread, the parent's prepared benchmark."
     torch.set_num_threads(1)
     return run, _train(_FORK_PREP, run)
 
+def _train_runs(prep: Prepared, todo: Sequence[Run], jobs: int, progress: bool, cache: dict) -> None:
+    "Train the runs of `todo` into `cache`, in forked processes when jobs > 1 and there is more than one run."
+    from tqdm.auto import tqdm
+    global _FORK_PREP
+    bar = tqdm(total=len(todo), desc="training runs", disable=not progress)
+    if jobs > 1 and len(todo) > 1:
+        import multiprocessing as mp
+        _FORK_PREP = prep
+        try:
+            with mp.get_context("fork").Pool(min(jobs, len(todo))) as pool:
+                for run, res in pool.imap_unordered(_run_worker, todo):
+                    cache[run] = res; bar.update()
+        finally: _FORK_PREP = None
+    else:
+        for run in todo:
+            cache[run] = _train(prep, run, progress); bar.update()
+    bar.close()
+
+# %% ../../nbs/experiments/13_analyses.ipynb #bfeb790b
 def run_all(prep: Prepared, runs: Sequence[Run], jobs: int = 1, progress: bool = True,
             log: Callable | None = None) -> dict:
     "Train every run of `runs` not trained yet on `prep` (forked processes when jobs > 1); {Run: result}."
-    from tqdm.auto import tqdm
-    global _FORK_PREP
     say = log or (lambda msg: None)
     jobs = check_positive_int(jobs, "jobs")
     cache = _cache(prep)["runs"]
@@ -143,19 +168,7 @@ def run_all(prep: Prepared, runs: Sequence[Run], jobs: int = 1, progress: bool =
         store_prep(prep, st, progress); run_test_set(prep, st)
     if todo:
         say(f"{len(todo)} training runs to do ({len(runs) - len(todo)} reused) on {min(jobs, len(todo))} process(es)")
-        bar = tqdm(total=len(todo), desc="training runs", disable=not progress)
-        if jobs > 1 and len(todo) > 1:
-            import multiprocessing as mp
-            _FORK_PREP = prep
-            try:
-                with mp.get_context("fork").Pool(min(jobs, len(todo))) as pool:
-                    for run, res in pool.imap_unordered(_run_worker, todo):
-                        cache[run] = res; bar.update()
-            finally: _FORK_PREP = None
-        else:
-            for run in todo:
-                cache[run] = _train(prep, run, progress); bar.update()
-        bar.close()
+        _train_runs(prep, todo, jobs, progress, cache)
     return {r: cache[r] for r in runs}
 
 # %% ../../nbs/experiments/13_analyses.ipynb #83666673
@@ -171,6 +184,7 @@ def aggregate_curves(results: Sequence[dict]) -> dict:
             "mean": R.mean(0).tolist(), "std": R.std(0).tolist(), "per_seed": R.tolist(),
             "final": [float(fin.mean()), float(fin.std())], "seeds": [r["seed"] for r in results]}
 
+# %% ../../nbs/experiments/13_analyses.ipynb #c881dd81
 def passing(x: Sequence[float], mean: Sequence[float], reference: float) -> dict:
     "When a mean curve first passes `reference`, from when it stays above it, and its deepest dip before passing."
     x, m = np.asarray(x, float), np.asarray(mean, float)
@@ -210,10 +224,12 @@ def plot_curves(curves: dict, path: str | Path, x: str = "steps", reference: flo
     atomic_write(path, _figure_bytes(fig))
     return Path(path)
 
+# %% ../../nbs/experiments/13_analyses.ipynb #182b36e8
 def _bench_name(prep: Prepared) -> str: return getattr(prep.bench, "name", None) or "toy"
 
 def _figure_path(prep: Prepared, out_dir, name: str) -> Path: return Path(out_dir) / f"{_bench_name(prep)}-{name}.png"
 
+# %% ../../nbs/experiments/13_analyses.ipynb #b52fc34e
 def _pm(v, digits: int = 1) -> str: return "–" if v is None else f"{v[0]:.{digits}f} ± {v[1]:.{digits}f}"
 
 def _num(v, fmt: str = ".0f") -> str: return "never" if v is None else format(v, fmt)
@@ -232,6 +248,7 @@ PAPER_CLAIMS = {
             "retriever at precision = recall = 70",
 }
 
+# %% ../../nbs/experiments/13_analyses.ipynb #3dfefa8a
 def _retriever_recall(prep: Prepared, k: int, stores: str = "episodic") -> float:
     ts = run_test_set(prep, stores)
     return float(100 * np.nanmean(slate_recall(ts, batched_slates(None, ts, k))))
@@ -241,6 +258,23 @@ def _curves(prep, trainings, seeds, k, overrides, feedback, jobs, progress, log,
     res = run_all(prep, [r for rs in runs.values() for r in rs], jobs, progress, log)
     return {t: aggregate_curves([res[r] for r in rs]) for t, rs in runs.items()}
 
+# %% ../../nbs/experiments/13_analyses.ipynb #1fa14f40
+def _sample_efficiency_text(prep: Prepared, curves: dict, marks: dict, ref: float, k: int, seeds: int, fig) -> str:
+    "The printable Fig. 3 table: final Recall@s, passing points and early dip of each training's mean curve."
+    lines = [f"Sample efficiency (Fig. 3 analogue) · {_bench_name(prep)} · {len(prep.train)} training / {len(prep.test)} test "
+             f"queries · Explorer off at test time · {seeds} seeds",
+             f"{'method':<44}{f'final R@{k}':>14}{'first > retr.':>15}{'stays > from':>14}{'early dip':>16}", "-" * 103,
+             f"{'Only Retriever (static)':<44}{ref:>14.1f}"]
+    for t, c in curves.items():
+        m = marks[t]
+        dip = f"{m['dip']:.1f} pt ({100 * m['dip_relative']:.0f}%)" if m["dip"] else "none"
+        lines.append(f"{CURVE_TRAININGS[t]:<44}{_pm(c['final']):>14}{_num(m['first_pass']):>15}"
+                     f"{_num(m['stays_above_from']):>14}{dip:>16}")
+    lines += ["(query counts are training queries seen; 'early dip' = deepest mean drop below the retriever before "
+              "first passing it, in points and relative)", PAPER_CLAIMS["fig3"], f"figure: {fig}"]
+    return "\n".join(lines)
+
+# %% ../../nbs/experiments/13_analyses.ipynb #74aef857
 @register_analysis("sample-efficiency", "Fig. 3: test Recall@5 against training queries seen (RL, EAR, ablations)")
 def sample_efficiency(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedback: CriticSettings | None = None,
                       overrides: dict | None = None, out_dir: str | Path = "results", progress: bool = True,
@@ -253,24 +287,31 @@ def sample_efficiency(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int =
     fig = plot_curves({CURVE_TRAININGS[t]: c for t, c in curves.items()}, _figure_path(prep, out_dir, "sample-efficiency"),
                       reference=ref, ylabel=f"test Recall@{k} (%)",
                       title=f"Fig. 3 analogue on {_bench_name(prep)}: adapter-only Recall@{k}, mean ± std over {seeds} seeds")
-    lines = [f"Sample efficiency (Fig. 3 analogue) · {_bench_name(prep)} · {len(prep.train)} training / {len(prep.test)} test "
-             f"queries · Explorer off at test time · {seeds} seeds",
-             f"{'method':<44}{f'final R@{k}':>14}{'first > retr.':>15}{'stays > from':>14}{'early dip':>16}", "-" * 103,
-             f"{'Only Retriever (static)':<44}{ref:>14.1f}"]
-    for t, c in curves.items():
-        m = marks[t]
-        dip = f"{m['dip']:.1f} pt ({100 * m['dip_relative']:.0f}%)" if m["dip"] else "none"
-        lines.append(f"{CURVE_TRAININGS[t]:<44}{_pm(c['final']):>14}{_num(m['first_pass']):>15}"
-                     f"{_num(m['stays_above_from']):>14}{dip:>16}")
-    lines += ["(query counts are training queries seen; 'early dip' = deepest mean drop below the retriever before "
-              "first passing it, in points and relative)", PAPER_CLAIMS["fig3"], f"figure: {fig}"]
     return {"retriever": ref, "curves": curves, "labels": CURVE_TRAININGS, "passing": marks, "every": every,
-            "seeds": seeds, "figure": str(fig), "paper": PAPER_CLAIMS["fig3"], "text": "\n".join(lines)}
+            "seeds": seeds, "figure": str(fig), "paper": PAPER_CLAIMS["fig3"],
+            "text": _sample_efficiency_text(prep, curves, marks, ref, k, seeds, fig)}
 
 # %% ../../nbs/experiments/13_analyses.ipynb #6b303b4e
 BUDGET_TRAININGS = {"ear": "EAR (T critic calls per query)", "rl-epochs": "RL update, T epochs (equal budget)",
                     "rl": "RL update, 1 epoch"}
 
+def _budget_text(prep: Prepared, curves: dict, marks: dict, ref: float, k: int, T: int, seeds: int, fig) -> str:
+    "The printable Fig. 4 table: critic calls spent, final Recall@s and passing points (in calls) of each training."
+    lines = [f"Equal feedback budget (Fig. 4 analogue) · {_bench_name(prep)} · T={T} · Explorer off at test time · {seeds} seeds",
+             f"{'method':<40}{'critic calls':>13}{f'final R@{k}':>14}{'first > retr.':>15}{'stays > from':>14}", "-" * 96,
+             f"{'Only Retriever (static)':<40}{0:>13}{ref:>14.1f}"]
+    for t, c in curves.items():
+        m = marks[t]
+        lines.append(f"{BUDGET_TRAININGS[t]:<40}{c['calls'][-1]:>13.0f}{_pm(c['final']):>14}{_num(m['first_pass']):>15}"
+                     f"{_num(m['stays_above_from']):>14}")
+    same = [t for t in ("ear", "rl-epochs") if t in curves]
+    if len(same) == 2:
+        gap = curves["ear"]["final"][0] - curves["rl-epochs"]["final"][0]
+        lines.append(f"at equal budget ({curves['ear']['calls'][-1]:.0f} calls) EAR − RL(T epochs) = {gap:+.1f} points")
+    lines += ["(first > retr. / stays > from: critic calls)", PAPER_CLAIMS["fig4"], f"figure: {fig}"]
+    return "\n".join(lines)
+
+# %% ../../nbs/experiments/13_analyses.ipynb #d55257b0
 @register_analysis("budget", "Fig. 4: test Recall@5 against critic calls, RL run for T epochs to match EAR's budget")
 def budget(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedback: CriticSettings | None = None,
            overrides: dict | None = None, out_dir: str | Path = "results", progress: bool = True,
@@ -284,36 +325,14 @@ def budget(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedbac
                       reference=ref, xlabel="critic calls (LLM feedback budget)", ylabel=f"test Recall@{k} (%)",
                       title=f"Fig. 4 analogue on {_bench_name(prep)}: equal feedback budget, mean ± std over {seeds} seeds")
     T = make_config("ear", prep, k, overrides).T
-    lines = [f"Equal feedback budget (Fig. 4 analogue) · {_bench_name(prep)} · T={T} · Explorer off at test time · {seeds} seeds",
-             f"{'method':<40}{'critic calls':>13}{f'final R@{k}':>14}{'first > retr.':>15}{'stays > from':>14}", "-" * 96,
-             f"{'Only Retriever (static)':<40}{0:>13}{ref:>14.1f}"]
-    for t, c in curves.items():
-        m = marks[t]
-        lines.append(f"{BUDGET_TRAININGS[t]:<40}{c['calls'][-1]:>13.0f}{_pm(c['final']):>14}{_num(m['first_pass']):>15}"
-                     f"{_num(m['stays_above_from']):>14}")
-    same = [t for t in ("ear", "rl-epochs") if t in curves]
-    if len(same) == 2:
-        gap = curves["ear"]["final"][0] - curves["rl-epochs"]["final"][0]
-        lines.append(f"at equal budget ({curves['ear']['calls'][-1]:.0f} calls) EAR − RL(T epochs) = {gap:+.1f} points")
-    lines += ["(first > retr. / stays > from: critic calls)", PAPER_CLAIMS["fig4"], f"figure: {fig}"]
     return {"retriever": ref, "curves": curves, "labels": BUDGET_TRAININGS, "passing": marks, "T": T, "seeds": seeds,
-            "figure": str(fig), "paper": PAPER_CLAIMS["fig4"], "text": "\n".join(lines)}
+            "figure": str(fig), "paper": PAPER_CLAIMS["fig4"], "text": _budget_text(prep, curves, marks, ref, k, T, seeds, fig)}
 
 # %% ../../nbs/experiments/13_analyses.ipynb #6eb2370c
 NOISE_LEVELS = ((0.88, 0.86), (0.80, 0.80), (0.70, 0.70), (0.60, 0.60))
 
-@register_analysis("noise", "Fig. 5: EAR and the RL update under critics of precision/recall 88/86, 80/80, 70/70, 60/60")
-def noise(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedback: CriticSettings | None = None,
-          overrides: dict | None = None, out_dir: str | Path = "results", progress: bool = True,
-          log: Callable | None = None, every: int = 40, levels: Sequence[tuple] = NOISE_LEVELS) -> dict:
-    "Fig. 5 analogue: final Recall@k and learning curves of EAR and RL for each (precision, recall) of the critic."
-    seeds = check_positive_int(seeds, "seeds")
-    for p, r in levels: CitationSimulator(p, r)                          # validates every level before training
-    runs = {(t, lv): [Run.make(prep, t, s, k, overrides, CriticSettings(*lv), "episodic", every) for s in range(seeds)]
-            for lv in levels for t in ("ear", "rl")}
-    res = run_all(prep, [r for rs in runs.values() for r in rs], jobs, progress, log)
-    curves = {key: aggregate_curves([res[r] for r in rs]) for key, rs in runs.items()}
-    ref = _retriever_recall(prep, k)
+def _plot_noise(prep: Prepared, curves: dict, levels: Sequence[tuple], ref: float, k: int, seeds: int, out_dir) -> Path:
+    "Fig. 5: one panel per method (EAR, RL), a mean curve with ± std band per critic level; a PNG."
     import matplotlib; matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
@@ -328,57 +347,99 @@ def noise(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedback
     axes[0].set_ylabel(f"test Recall@{k} (%)")
     fig.suptitle(f"Fig. 5 analogue on {_bench_name(prep)}: adapter-only, mean ± std over {seeds} seeds", fontsize=10)
     path = _figure_path(prep, out_dir, "noise"); atomic_write(path, _figure_bytes(fig))
+    return path
+
+# %% ../../nbs/experiments/13_analyses.ipynb #61b47051
+def _noise_rows(curves: dict, levels: Sequence[tuple], ref: float) -> list:
+    "One row per critic (precision, recall): EAR's and RL's final Recall@s (mean, std) and their margins over `ref`."
     rows = []
-    lines = [f"Feedback noise (Fig. 5 analogue) · {_bench_name(prep)} · Explorer off at test time · {seeds} seeds · "
-             f"Only Retriever {ref:.1f}",
-             f"{'critic P / R':<14}{f'EAR R@{k}':>14}{'EAR − retr.':>13}{f'RL R@{k}':>14}{'RL − retr.':>12}", "-" * 67]
     for lv in levels:
         e, r = curves[("ear", lv)]["final"], curves[("rl", lv)]["final"]
         rows.append({"precision": lv[0], "recall": lv[1], "ear": e, "rl": r, "ear_minus_retriever": e[0] - ref,
                      "rl_minus_retriever": r[0] - ref})
-        lines.append(f"{f'{100 * lv[0]:.0f} / {100 * lv[1]:.0f}':<14}{_pm(e):>14}{e[0] - ref:>+13.1f}{_pm(r):>14}{r[0] - ref:>+12.1f}")
+    return rows
+
+def _noise_text(prep: Prepared, rows: list, ref: float, k: int, seeds: int, path) -> str:
+    "The printable Fig. 5 table, one line per row of `_noise_rows`."
+    lines = [f"Feedback noise (Fig. 5 analogue) · {_bench_name(prep)} · Explorer off at test time · {seeds} seeds · "
+             f"Only Retriever {ref:.1f}",
+             f"{'critic P / R':<14}{f'EAR R@{k}':>14}{'EAR − retr.':>13}{f'RL R@{k}':>14}{'RL − retr.':>12}", "-" * 67]
+    for w in rows:
+        level = f"{100 * w['precision']:.0f} / {100 * w['recall']:.0f}"
+        lines.append(f"{level:<14}{_pm(w['ear']):>14}{w['ear_minus_retriever']:>+13.1f}{_pm(w['rl']):>14}"
+                     f"{w['rl_minus_retriever']:>+12.1f}")
     lines += [PAPER_CLAIMS["fig5"], f"figure: {path}"]
+    return "\n".join(lines)
+
+# %% ../../nbs/experiments/13_analyses.ipynb #f8f67e52
+@register_analysis("noise", "Fig. 5: EAR and the RL update under critics of precision/recall 88/86, 80/80, 70/70, 60/60")
+def noise(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedback: CriticSettings | None = None,
+          overrides: dict | None = None, out_dir: str | Path = "results", progress: bool = True,
+          log: Callable | None = None, every: int = 40, levels: Sequence[tuple] = NOISE_LEVELS) -> dict:
+    "Fig. 5 analogue: final Recall@k and learning curves of EAR and RL for each (precision, recall) of the critic."
+    seeds = check_positive_int(seeds, "seeds")
+    for p, r in levels: CitationSimulator(p, r)                          # validates every level before training
+    runs = {(t, lv): [Run.make(prep, t, s, k, overrides, CriticSettings(*lv), "episodic", every) for s in range(seeds)]
+            for lv in levels for t in ("ear", "rl")}
+    res = run_all(prep, [r for rs in runs.values() for r in rs], jobs, progress, log)
+    curves = {key: aggregate_curves([res[r] for r in rs]) for key, rs in runs.items()}
+    ref = _retriever_recall(prep, k)
+    path = _plot_noise(prep, curves, levels, ref, k, seeds, out_dir)
+    rows = _noise_rows(curves, levels, ref)
     return {"retriever": ref, "levels": [list(lv) for lv in levels], "rows": rows,
             "curves": {f"{t}@{lv[0]:.2f}/{lv[1]:.2f}": c for (t, lv), c in curves.items()}, "seeds": seeds,
-            "figure": str(path), "paper": PAPER_CLAIMS["fig5"], "text": "\n".join(lines)}
+            "figure": str(path), "paper": PAPER_CLAIMS["fig5"], "text": _noise_text(prep, rows, ref, k, seeds, path)}
 
 # %% ../../nbs/experiments/13_analyses.ipynb #06b8364a
 TABLE6 = {(2, 4): 68.5, (4, 4): 72.8, (8, 4): 69.5, (4, 2): 71.3, (4, 8): 71.0}  # paper, LongMemEval, Recall@5
 TABLE7 = {"similarity": 72.8, "reward": 69.9, "random": 70.3}
 
+def _hyperparameter_settings(grid: str, overrides: dict | None) -> tuple:
+    "The (T, B) pairs of `grid` ('paper': Table 6's five, 'full': all nine) and the EAR overrides of every setting."
+    if grid not in ("paper", "full"): raise ValueError(f"grid: expected 'paper' or 'full', got {grid!r}")
+    pairs = list(TABLE6) if grid == "paper" else [(T, B) for T in (2, 4, 8) for B in (2, 4, 8)]
+    ov = dict(overrides or {})
+    settings = {("T,B", pair): {**ov, "T": pair[0], "B": pair[1]} for pair in pairs}
+    settings.update({("sampling", sm): {**ov, "replay": sm} for sm in TABLE7})
+    return pairs, settings
+
+# %% ../../nbs/experiments/13_analyses.ipynb #0a41d878
+def _hyperparameter_tables(finals: dict, pairs: Sequence[tuple]) -> tuple:
+    "Rows of Table 6 ((T, B) pairs) and Table 7 (sampling strategies): ours (mean, std) and the paper's."
+    table6 = [{"T": p[0], "B": p[1], "recall": finals[("T,B", p)], "paper": TABLE6.get(p)} for p in pairs]
+    table7 = [{"sampling": sm, "recall": finals[("sampling", sm)], "paper": TABLE7[sm]} for sm in TABLE7]
+    return table6, table7
+
+def _hyperparameter_text(prep: Prepared, table6: list, table7: list, ref: float, k: int, seeds: int) -> str:
+    "The printable Tables 6–7 and the best setting of each."
+    lines = [f"Hyper-parameters (Tables 6–7 analogue) · {_bench_name(prep)} · EAR, Explorer off at test time · {seeds} seeds · "
+             f"Only Retriever {ref:.1f}", "", "Table 6: exploration rounds T and replay batch size B",
+             f"{'T':>3}{'B':>4}{f'ours R@{k}':>16}{'paper (LongMemEval)':>22}", "-" * 45]
+    for r in table6:
+        lines.append(f"{r['T']:>3}{r['B']:>4}{_pm(r['recall']):>16}{_num(r['paper'], '.1f') if r['paper'] is not None else '–':>22}")
+    lines += ["", "Table 7: replay sampling strategy (T=4, B=4)", f"{'strategy':<12}{f'ours R@{k}':>16}{'paper (LongMemEval)':>22}",
+              "-" * 50]
+    lines += [f"{r['sampling']:<12}{_pm(r['recall']):>16}{r['paper']:>22.1f}" for r in table7]
+    best6 = max(table6, key=lambda r: r["recall"][0]); best7 = max(table7, key=lambda r: r["recall"][0])
+    lines.append(f"best (T, B) here: ({best6['T']}, {best6['B']}) (paper: (4, 4)); best sampling here: "
+                 f"{best7['sampling']} (paper: similarity)")
+    return "\n".join(lines)
+
+# %% ../../nbs/experiments/13_analyses.ipynb #491d6a0a
 @register_analysis("hyperparameters", "Tables 6–7: exploration rounds T × replay batch B, and replay sampling strategy")
 def hyperparameters(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedback: CriticSettings | None = None,
                     overrides: dict | None = None, out_dir: str | Path = "results", progress: bool = True,
                     log: Callable | None = None, every: int = 40, grid: str = "paper") -> dict:
     "Tables 6–7 analogue: adapter-only Recall@k of EAR for (T, B) settings and replay sampling strategies."
     seeds = check_positive_int(seeds, "seeds")
-    if grid not in ("paper", "full"): raise ValueError(f"grid: expected 'paper' or 'full', got {grid!r}")
-    pairs = list(TABLE6) if grid == "paper" else [(T, B) for T in (2, 4, 8) for B in (2, 4, 8)]
-    ov = dict(overrides or {})
-    settings = {("T,B", pair): {**ov, "T": pair[0], "B": pair[1]} for pair in pairs}
-    settings.update({("sampling", sm): {**ov, "replay": sm} for sm in TABLE7})
+    pairs, settings = _hyperparameter_settings(grid, overrides)
     runs = {key: [Run.make(prep, "ear", s, k, o, feedback, "episodic", every) for s in range(seeds)] for key, o in settings.items()}
     res = run_all(prep, [r for rs in runs.values() for r in rs], jobs, progress, log)
     finals = {key: aggregate_curves([res[r] for r in rs])["final"] for key, rs in runs.items()}
     ref = _retriever_recall(prep, k)
-    lines = [f"Hyper-parameters (Tables 6–7 analogue) · {_bench_name(prep)} · EAR, Explorer off at test time · {seeds} seeds · "
-             f"Only Retriever {ref:.1f}", "", "Table 6: exploration rounds T and replay batch size B",
-             f"{'T':>3}{'B':>4}{f'ours R@{k}':>16}{'paper (LongMemEval)':>22}", "-" * 45]
-    table6, table7 = [], []
-    for pair in pairs:
-        v = finals[("T,B", pair)]
-        table6.append({"T": pair[0], "B": pair[1], "recall": v, "paper": TABLE6.get(pair)})
-        lines.append(f"{pair[0]:>3}{pair[1]:>4}{_pm(v):>16}{_num(TABLE6.get(pair), '.1f') if pair in TABLE6 else '–':>22}")
-    lines += ["", "Table 7: replay sampling strategy (T=4, B=4)", f"{'strategy':<12}{f'ours R@{k}':>16}{'paper (LongMemEval)':>22}",
-              "-" * 50]
-    for sm in TABLE7:
-        v = finals[("sampling", sm)]
-        table7.append({"sampling": sm, "recall": v, "paper": TABLE7[sm]})
-        lines.append(f"{sm:<12}{_pm(v):>16}{TABLE7[sm]:>22.1f}")
-    best6 = max(table6, key=lambda r: r["recall"][0]); best7 = max(table7, key=lambda r: r["recall"][0])
-    lines.append(f"best (T, B) here: ({best6['T']}, {best6['B']}) (paper: (4, 4)); best sampling here: "
-                 f"{best7['sampling']} (paper: similarity)")
-    return {"retriever": ref, "table6": table6, "table7": table7, "grid": grid, "seeds": seeds, "text": "\n".join(lines)}
+    table6, table7 = _hyperparameter_tables(finals, pairs)
+    return {"retriever": ref, "table6": table6, "table7": table7, "grid": grid, "seeds": seeds,
+            "text": _hyperparameter_text(prep, table6, table7, ref, k, seeds)}
 
 # %% ../../nbs/experiments/13_analyses.ipynb #46c573ac
 class TimedCritic:
@@ -395,6 +456,7 @@ class TimedCritic:
         try: return self.critic.judge(query, slate)
         finally: self.seconds += time.perf_counter() - t0; self.calls += 1
 
+# %% ../../nbs/experiments/13_analyses.ipynb #3b75101f
 def time_selection(prep: Prepared, select: Callable, critic: TimedCritic | None = None, repeats: int = 3) -> dict:
     "Per-query latency (ms) of `select(cands) → positions` after top-K retrieval, critic time subtracted; plus rankings."
     repeats = check_positive_int(repeats, "repeats")
@@ -413,6 +475,7 @@ def time_selection(prep: Prepared, select: Callable, critic: TimedCritic | None 
             "critic_calls_per_query": critic.calls / (repeats * len(prep.test)) if critic is not None else 0.0,
             "rankings": rankings}
 
+# %% ../../nbs/experiments/13_analyses.ipynb #83c39dbd
 def training_throughput(prep: Prepared, trainings: Sequence[str], k: int = 5, overrides: dict | None = None,
                         feedback: CriticSettings | None = None, n_queries: int = 300, seed: int = 0) -> dict:
     "Training queries per second of each training on the first `n_queries` training queries, one torch thread."
@@ -428,6 +491,7 @@ def training_throughput(prep: Prepared, trainings: Sequence[str], k: int = 5, ov
         return out
     finally: torch.set_num_threads(threads)
 
+# %% ../../nbs/experiments/13_analyses.ipynb #f9d189d3
 def learner_from(prep: Prepared, result: dict, training: str, overrides: dict | None = None) -> EAR:
     "An `EAR` learner of `training` carrying the adapter weights of a `learning_curve` result."
     dim = next(iter(result["adapter"].values())).shape[0]
@@ -435,11 +499,11 @@ def learner_from(prep: Prepared, result: dict, training: str, overrides: dict | 
     learner.adapter.load_state_dict({n: torch.from_numpy(v) for n, v in result["adapter"].items()})
     return learner
 
+# %% ../../nbs/experiments/13_analyses.ipynb #7e846692
 TABLE8 = {"retriever": (1.80, 62.37), "rl": (2.30, 54.12), "ear-adapter": (2.30, 72.80), "ear": (16.88, 80.28)}
 LATENCY_METHODS = {"retriever": ("Only Retriever", None, "adapter"), "rl": ("Reranker + RL update", "rl", "adapter"),
                    "ear-adapter": ("EAR w/o Explorer", "ear", "adapter"), "ear": ("EAR w/ Explorer", "ear", "explore")}
 
-# %% ../../nbs/experiments/13_analyses.ipynb #7e846692
 def _time_method(prep: Prepared, trained: list, training: str | None, mode: str, k: int, fb: CriticSettings,
                  overrides: dict, repeats: int) -> dict:
     "Latency, test critic calls and Recall@k of one Table 8 method: one timing per trained run (one for the retriever)."
@@ -456,6 +520,7 @@ def _time_method(prep: Prepared, trained: list, training: str | None, mode: str,
     return {"ms_per_query": [float(np.mean(ms)), float(np.std(ms))], "critic_calls_per_query": float(np.mean(calls)),
             "critic_ms_per_query": float(np.mean(crit_ms)), "recall": [float(np.mean(rec)), float(np.std(rec))]}
 
+# %% ../../nbs/experiments/13_analyses.ipynb #8092fc74
 def _latency_rows(prep: Prepared, res: dict, runs: dict, k: int, fb: CriticSettings, overrides: dict, repeats: int) -> dict:
     "`_time_method` of every Table 8 method, with one torch thread."
     threads = torch.get_num_threads(); torch.set_num_threads(1)
@@ -476,6 +541,7 @@ def _throughput(prep: Prepared, res: dict, runs: dict, k: int, fb: CriticSetting
             train[t]["full_runs_queries_per_second"] = [float(np.mean(qps)), float(np.std(qps))]
     return train
 
+# %% ../../nbs/experiments/13_analyses.ipynb #ddd49a65
 def _latency_text(prep: Prepared, rows: dict, train: dict, k: int, repeats: int, throughput_queries: int) -> str:
     lines = [f"Latency and cost (Table 8 analogue) · {_bench_name(prep)} · {len(prep.test)} test queries · query embedding "
              f"precomputed, top-{prep.K} retrieval included, critic time excluded · 1 torch thread · median of {repeats} passes",

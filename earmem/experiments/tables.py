@@ -30,6 +30,7 @@ def _worker(args):
     torch.set_num_threads(1)
     return args[0], args[1], _variant_runs(_FORK_PREP, *args, progress=False)
 
+# %% ../../nbs/experiments/16_tables.ipynb #aadfc681
 def _run_tasks(prep: Prepared, tasks: list, jobs: int, progress: bool, say: Callable) -> list:
     "Run the (training, seed, names, …) tasks, in forked processes when `jobs > 1`: [(training, seed, {name: …})]."
     global _FORK_PREP
@@ -47,6 +48,7 @@ def _run_tasks(prep: Prepared, tasks: list, jobs: int, progress: bool, say: Call
         outs.append((t[0], t[1], _variant_runs(prep, *t, progress=progress)))
     return outs
 
+# %% ../../nbs/experiments/16_tables.ipynb #26b25825
 def _summarise(name: str, runs: dict, prep: Prepared, k: int) -> dict:
     "Mean ± std over seeds (percent) of one variant's runs {seed: {'results', 'info'}}, per category and costs."
     seeds = sorted(runs)
@@ -93,18 +95,20 @@ def on_dev(prep: Prepared) -> Prepared:
     view.__dict__["_learners"] = prep.__dict__.setdefault("_learners", {})
     return view
 
+# %% ../../nbs/experiments/16_tables.ipynb #3832b389
+def _pm_cell(v) -> str: return f"{v[0]:5.1f} ± {v[1]:3.1f}"
+def _paper_cell(x) -> str: return "   –" if x is None else f"{x:5.1f}"
+
+# %% ../../nbs/experiments/16_tables.ipynb #f6c91c8e
 def _row(m: dict, dev: dict | None, pm, pp) -> str:
     "One table row: dev Recall (when a dev report is given), test Recall and Hit, the paper's two numbers."
     paper = m["paper"] or (None, None)
     d = f"{pm(dev['recall']):>14}" if dev else ""
     return f"{m['label']:<56}{d}{pm(m['recall']):>14}{pm(m['hit']):>14}{pp(paper[0]):>9}{pp(paper[1]):>9}"
 
-def format_paper_tables(report: dict, dev: dict | None = None) -> str:
-    "Tables 2 and 3 of the paper as text: ours (mean ± std; dev Recall too when `dev` is given) beside the paper's."
-    ms, k = report["methods"], report["k"]
-    dms = (dev or {}).get("methods", {})
-    def pm(v): return f"{v[0]:5.1f} ± {v[1]:3.1f}"
-    def pp(x): return "   –" if x is None else f"{x:5.1f}"
+# %% ../../nbs/experiments/16_tables.ipynb #84b81908
+def _method_tables(ms: dict, dms: dict, k: int) -> list:
+    "The lines of Table 2, Table 3, the critic-budget rows and any other variants of `ms`, each after a blank line."
     lines = []
     for title, names in (("Table 2 analogue", TABLE2), ("Table 3 analogue (ablations)", TABLE3),
                          ("Critic budgets at test time (calls per query; final slate: cited first)",
@@ -115,14 +119,26 @@ def format_paper_tables(report: dict, dev: dict | None = None) -> str:
         head = f"{f'dev R@{k}':>14}" if dms else ""
         lines += ["", title, f"{'method':<56}{head}{f'Recall@{k}':>14}{f'Hit@{k}':>14}{'paper R':>9}{'paper H':>9}",
                   "-" * (102 + len(head))]
-        lines += [_row(ms[n], dms.get(n), pm, pp) for n in names]
-    lines += ["", "Costs per query (test ms: selection time with the query embedding precomputed, simulated critic included)",
-              f"{'method':<56}{'train q/s':>10}{'train critic':>13}{'test ms':>9}{'test critic':>12}", "-" * 100]
+        lines += [_row(ms[n], dms.get(n), _pm_cell, _paper_cell) for n in names]
+    return lines
+
+# %% ../../nbs/experiments/16_tables.ipynb #c12e69ad
+def _cost_lines(ms: dict) -> list:
+    "The lines of the costs table, after a blank line: training queries/s and critic calls, test ms and critic calls."
+    lines = ["", "Costs per query (test ms: selection time with the query embedding precomputed, simulated critic included)",
+             f"{'method':<56}{'train q/s':>10}{'train critic':>13}{'test ms':>9}{'test critic':>12}", "-" * 100]
     for n in ms:
         tr = ms[n]["training"]
         qps = f"{np.mean([t['queries_per_second'] for t in tr]):10.0f}" if tr else f"{'–':>10}"
         calls = f"{np.mean([t['critic_calls'] / t['steps'] for t in tr]):13.1f}" if tr else f"{'–':>13}"
         lines.append(f"{ms[n]['label']:<56}{qps}{calls}{ms[n]['test_ms_per_query']:9.2f}{ms[n]['test_critic_calls_per_query']:12.1f}")
+    return lines
+
+# %% ../../nbs/experiments/16_tables.ipynb #6355e975
+def format_paper_tables(report: dict, dev: dict | None = None) -> str:
+    "Tables 2 and 3 of the paper as text: ours (mean ± std; dev Recall too when `dev` is given) beside the paper's."
+    ms, k = report["methods"], report["k"]
+    lines = _method_tables(ms, (dev or {}).get("methods", {}), k) + _cost_lines(ms)
     lines.append(f"\n{report['seeds']} seeds, mean ± std; paper numbers: Contriever rows (ours: the encoder above); "
                  f"{report['seconds']:.0f} s with {report['jobs']} process(es)")
     return "\n".join(lines).lstrip("\n")
@@ -144,6 +160,7 @@ def parse_methods(spec: str | Sequence[str]) -> list:
     if not out: raise ValueError("methods: expected at least one method")
     return list(dict.fromkeys(out))
 
+# %% ../../nbs/experiments/16_tables.ipynb #6e2573f2
 def parse_overrides(pairs: Sequence[str]) -> dict:
     "EARConfig overrides from ['lr=1e-3', 'unobserved=mask', 'rank=None', ...] (values read as JSON, else text)."
     from dataclasses import fields as dc_fields
@@ -187,6 +204,7 @@ def reproduce_tables(benchmark: str = "locomo", methods: str | Sequence[str] = "
                        "feedback": paper["feedback"], "ear_config": asdict(make_config("ear", prep, k, overrides))},
             **_prepared_facts(prep), "paper": paper, **_stamp(prep, t0, methods=paper["seconds"])}
 
+# %% ../../nbs/experiments/16_tables.ipynb #c40dca75
 def format_tables_report(report: dict) -> str:
     "Header line + `format_paper_tables`."
     c = report["config"]
@@ -242,12 +260,14 @@ def conversation_folds(queries: Sequence[Query], folds: int = 5) -> list:
     blocks = [banks[f * per:(f + 1) * per] for f in range(folds)]
     return [([b for b in banks if b not in held], held) for held in blocks if held]
 
+# %% ../../nbs/experiments/16_tables.ipynb #0de8e3cf
 def fold_view(prep: Prepared, train_banks: Sequence[str], test_banks: Sequence[str]) -> Prepared:
     "A view of `prep` that trains on the queries of `train_banks` and scores those of `test_banks` (own learners)."
     qs = prep.train + prep.dev + prep.test
     return replace(prep, train=[q for q in qs if q.bank in set(train_banks)], test=[q for q in qs if q.bank in set(test_banks)],
                    dev=[], unscored=[])
 
+# %% ../../nbs/experiments/16_tables.ipynb #2dc29507
 def _pool(per_fold: list, name: str, metric: str) -> list:
     "Per-seed `metric` ('recall'/'hit') of method `name`, pooled over folds weighted by their query counts."
     n = np.array([f["n"] for f in per_fold], float)
@@ -279,6 +299,7 @@ def reproduce_folds(benchmark: str = "locomo", methods: str | Sequence[str] = "r
             "config": {"K": K, "preset": preset, "retriever": prep.retriever, "overrides": overrides},
             "seconds": round(time.perf_counter() - t0, 2)}
 
+# %% ../../nbs/experiments/16_tables.ipynb #26ea50f4
 def format_folds_report(report: dict) -> str:
     "The conversation-level split as text: pooled Recall/Hit (mean ± std over seeds) and the per-fold Recall."
     k, c = report["k"], report["config"]

@@ -34,6 +34,7 @@ def covered_evidence(slate: Sequence[Memory], evidence) -> set:
         out |= ev & set(m.metadata.get("links") or ())
     return out
 
+# %% ../../nbs/experiments/14_two_stores.ipynb #18956902
 def merge_candidates(parts: Sequence[Candidates], query: Query | None = None) -> Candidates:
     "One candidate set from several stores' candidates, ordered by frozen similarity (ties → earlier part)."
     parts = list(parts)
@@ -45,6 +46,37 @@ def merge_candidates(parts: Sequence[Candidates], query: Query | None = None) ->
     return Candidates(query if query is not None else parts[0].query, parts[0].q, [mems[i] for i in order], emb[order],
                       scores[order].astype(np.float32))
 
+# %% ../../nbs/experiments/14_two_stores.ipynb #8beb975f
+def _observation_banks(prep: Prepared, progress: bool = False) -> dict:
+    "The observation banks (the semantic store) of `prep`'s conversations, encoded once and cached on `prep`."
+    extra = _cache(prep)["extra"]
+    if extra.get("observation_banks") is None:
+        extra["observation_banks"] = prep.bench.memory_banks(prep.encoder, ("semantic",), progress=progress)
+    return extra["observation_banks"]
+
+def _gold_copies(queries: Sequence[Query], obs_banks: dict, stores: str) -> dict:
+    "{query id: copy} whose gold is turn gold ∪ observation gold ('both') or the observation gold ('semantic')."
+    copies = {}
+    for q in queries:
+        og = observation_gold(q, obs_banks[q.bank].memories)
+        gold = tuple(q.gold) + og if stores == "both" else og
+        copies[q.id] = replace(q, gold=gold, metadata={**q.metadata, "dialogue_gold": list(q.gold), "observation_gold": list(og)})
+    return copies
+
+# %% ../../nbs/experiments/14_two_stores.ipynb #cb1f005a
+def _two_store_candidates(prep: Prepared, queries: Sequence[Query], copies: dict, obs_banks: dict, stores: str,
+                          per: int) -> tuple:
+    "({query id: Candidates} carrying the query copies, K) of the 'both' or 'semantic' candidate sets."
+    Q = np.stack([prep.query_vectors[q.id] for q in queries])
+    if stores == "semantic":       # as many observations as the prepared K, or as the smallest conversation holds
+        per = min(prep.K, min(len(obs_banks[b]) for b in {q.bank for q in queries}))
+    obs_c = retrieve_candidates(queries, Q, obs_banks, per)
+    if stores == "both":
+        turn_c = retrieve_candidates(queries, Q, prep.banks, per)
+        cands = {q.id: merge_candidates([turn_c[q.id], obs_c[q.id]], copies[q.id]) for q in queries}
+    else: cands = {q.id: replace(obs_c[q.id], query=copies[q.id]) for q in queries}
+    return cands, 2 * per if stores == "both" else per
+
 # %% ../../nbs/experiments/14_two_stores.ipynb #aebe8c33
 def two_store_prep(prep: Prepared, stores: str = "both", per_store: int | None = None, progress: bool = False) -> Prepared:
     "§5 candidates: top-`per_store` turns + top-`per_store` observations ('both', default K/2 each) or top-K observations ('semantic')."
@@ -55,32 +87,18 @@ def two_store_prep(prep: Prepared, stores: str = "both", per_store: int | None =
     if prep.encoder is None: raise ValueError("prep: a two-store analysis needs the prepared encoder to embed observations")
     per = prep.K // 2 if per_store is None else check_positive_int(per_store, "per_store")
     if stores == "both" and per < 1: raise ValueError(f"per_store: K={prep.K} is too small to take K/2 from each store")
-    obs_banks = _cache(prep)["extra"].get("observation_banks")
-    if obs_banks is None:
-        obs_banks = _cache(prep)["extra"]["observation_banks"] = bench.memory_banks(prep.encoder, ("semantic",), progress=progress)
+    obs_banks = _observation_banks(prep, progress)
     queries = prep.train + prep.test
     missing = sorted({q.bank for q in queries} - set(obs_banks))
     if missing: raise ValueError(f"prep: conversation {missing[0]!r} has no observations")
-    copies = {}
-    for q in queries:
-        og = observation_gold(q, obs_banks[q.bank].memories)
-        gold = tuple(q.gold) + og if stores == "both" else og
-        copies[q.id] = replace(q, gold=gold, metadata={**q.metadata, "dialogue_gold": list(q.gold), "observation_gold": list(og)})
-    Q = np.stack([prep.query_vectors[q.id] for q in queries])
-    if stores == "semantic":       # as many observations as the prepared K, or as the smallest conversation holds
-        per = min(prep.K, min(len(obs_banks[b]) for b in {q.bank for q in queries}))
-    obs_c = retrieve_candidates(queries, Q, obs_banks, per)
-    if stores == "both":
-        turn_c = retrieve_candidates(queries, Q, prep.banks, per)
-        cands = {q.id: merge_candidates([turn_c[q.id], obs_c[q.id]], copies[q.id]) for q in queries}
-    else: cands = {q.id: replace(obs_c[q.id], query=copies[q.id]) for q in queries}
-    K = 2 * per if stores == "both" else per
+    copies = _gold_copies(queries, obs_banks, stores)
+    cands, K = _two_store_candidates(prep, queries, copies, obs_banks, stores, per)
     return replace(prep, K=K, train=[copies[q.id] for q in prep.train], test=[copies[q.id] for q in prep.test],
                    candidates=cands, timings={})
 
+# %% ../../nbs/experiments/14_two_stores.ipynb #13d5ff7e
 for _stores in ("both", "semantic"):
     CANDIDATE_SETS.register(_stores, f"EAR §5 candidates: {_stores}")(partial(two_store_prep, stores=_stores))
-
 
 # %% ../../nbs/experiments/14_two_stores.ipynb #9f880f3f
 def store_metrics(prep: Prepared, slates: np.ndarray, queries: Sequence[Query] | None = None) -> dict:
@@ -111,6 +129,7 @@ TABLE4 = {  # paper, LoCoMo: (answer F1, LLM-judge accuracy J) by what is put in
     ("ear", "episodic"): (31.27, 54.22), ("ear", "semantic"): (25.83, 39.94), ("ear", "both"): (34.40, 59.09)}
 STORE_LABELS = {"episodic": "Only Dialogues", "semantic": "Only Observations", "both": "Dialogues + Observations"}
 
+# %% ../../nbs/experiments/14_two_stores.ipynb #3c4d387f
 def _metric_summary(per_seed: Sequence[dict], categories: Sequence[str]) -> dict:
     "{metric: {category: {'mean', 'std', 'n'}}} over seeds from per-seed `store_metrics` outputs."
     out = {}
@@ -126,6 +145,7 @@ def _metric_summary(per_seed: Sequence[dict], categories: Sequence[str]) -> dict
                             "n": int((~np.isnan(vals[0])).sum())}
     return out
 
+# %% ../../nbs/experiments/14_two_stores.ipynb #deb93b45
 def _two_store_summary(prep: Prepared, runs: dict, res: dict, k: int) -> dict:
     "Per candidate set: the retriever's and EAR's store metrics (`_metric_summary`), with both stores' gold per query."
     summary = {}
@@ -140,6 +160,7 @@ def _two_store_summary(prep: Prepared, runs: dict, res: dict, k: int) -> dict:
                        "ear": _metric_summary([store_metrics(p, res[r]["slates"], queries) for r in runs[st]], cats)}
     return summary
 
+# %% ../../nbs/experiments/14_two_stores.ipynb #bbabf08e
 def _plot_fig6(prep: Prepared, summary: dict, cats: list, k: int, seeds: int, out_dir) -> Path:
     "Fig. 6: observations in the top-k per category, retriever vs EAR (mean ± std over seeds); a PNG."
     import matplotlib; matplotlib.use("Agg")
@@ -165,6 +186,7 @@ def _mean_text(x, fmt): return "–" if x["mean"] is None else format(x["mean"],
 def _mean_std_text(d, c):
     return "–" if d[c]["mean"] is None else (f"{d[c]['mean']:.1f}" if not d[c]["std"] else f"{d[c]['mean']:.1f}±{d[c]['std']:.1f}")
 
+# %% ../../nbs/experiments/14_two_stores.ipynb #66d80943
 def _table5_lines(summary: dict, cats: list, k: int) -> list:
     lines = [f"Table 5 analogue: Recall@{k} of dialogue gold and of observation gold per category (observation recall "
              "over queries with observation gold)",
@@ -180,6 +202,7 @@ def _table5_lines(summary: dict, cats: list, k: int) -> list:
                          + (f"{pp[0]:>13.2f}{pp[1]:>12.2f}{pp[2]:>9.2f}" if pp else f"{'–':>13}{'–':>12}{'–':>9}"))
     return lines
 
+# %% ../../nbs/experiments/14_two_stores.ipynb #3a0448e7
 def _table4_lines(summary: dict, k: int) -> list:
     lines = ["Table 4 analogue: what the slate holds → evidence coverage (a gold turn is covered by itself or by an "
              "observation derived from it); the paper reports answer F1 / LLM-judge J, which needs an answering LLM "
@@ -234,6 +257,7 @@ def batched_deltas(Q, M, semantic, adapter: ResidualAdapter | None = None) -> np
     if (sem.sum(1) == 0).any() or ((~sem).sum(1) == 0).any(): raise ValueError("semantic: every pool needs memories of both stores")
     return (dist * ~sem).sum(1) / (~sem).sum(1) - (dist * sem).sum(1) / sem.sum(1)
 
+# %% ../../nbs/experiments/14_two_stores.ipynb #bd7115af
 def needed_store(cands: Candidates, gold, share: float = 2 / 3) -> str | None:
     "'episodic' / 'semantic' when at least `share` of the gold memories among `cands` come from that store, else None."
     if not 0.5 < share <= 1: raise ValueError(f"share: expected a fraction in (0.5, 1], got {share!r}")
@@ -258,6 +282,7 @@ def _conversation_deltas(prep: Prepared, qs: list, Q: np.ndarray, adapter: Resid
         Qa = torch.nn.functional.normalize(Qa, dim=-1).numpy()
     return np.array([Qa[i] @ pool[q.bank][1] - Qa[i] @ pool[q.bank][0] for i, q in enumerate(qs)])
 
+# %% ../../nbs/experiments/14_two_stores.ipynb #53a0d1db
 def _geometry_deltas(prep: Prepared, qs: list, Q, M, sem, adapters: list) -> tuple:
     "Δ before (frozen) and after (each adapter; arrays (seeds, n)) on the candidates and on the whole conversation."
     before = {"candidates": batched_deltas(Q, M, sem), "conversation": _conversation_deltas(prep, qs, Q, None)}
@@ -292,6 +317,7 @@ def _geometry_table(before: dict, after: dict, needs: np.ndarray) -> dict:
                                          "after": s_["delta_after"][0] - e["delta_after"][0]}
     return table
 
+# %% ../../nbs/experiments/14_two_stores.ipynb #aee0cfd1
 def _plot_geometry(prep: Prepared, before: dict, after: dict, needs: np.ndarray, seeds: int, out_dir) -> Path:
     "Δ_after against Δ_before per query, one panel per pool, coloured by the store the query needs; a PNG."
     import matplotlib; matplotlib.use("Agg")
@@ -335,6 +361,7 @@ def _geometry_text(prep: Prepared, table: dict, n_rows: int, n_test: int, share:
               "Table 12's hand-curated queries)", f"figure: {path}"]
     return "\n".join(lines)
 
+# %% ../../nbs/experiments/14_two_stores.ipynb #d81d46b3
 @register_analysis("geometry", "App. C, Table 12: query-to-store distances Δ(q) before and after the two-store EAR adapter")
 def geometry(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedback: CriticSettings | None = None,
              overrides: dict | None = None, out_dir: str | Path = "results", progress: bool = True,

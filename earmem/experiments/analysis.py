@@ -13,7 +13,7 @@ import torch
 from fastcore.basics import patch
 from ..core import Encoder, atomic_write, check_positive_int, evaluate
 from ..ear.replay import EAR
-from ..ear.critic import CitationSimulator
+from ..ear.critic import PAPER_PRECISION, PAPER_RECALL, CitationSimulator
 from .evaluation import (TestSet, build_test_set, batched_slates, slate_recall, by_category, 
                                PRESETS, Prepared, CriticSettings, Registry, TRAININGS, make_config, prepare_benchmark,
                                train_learner)
@@ -71,8 +71,8 @@ class Run:
     seed: int = 0
     k: int = 5  # the slate size s (and the cut-off of Recall@s)
     overrides: tuple = ()  # sorted (key, value) pairs of EARConfig settings that differ from the training's defaults
-    precision: float = 0.88
-    recall: float = 0.86
+    precision: float = PAPER_PRECISION  # App. A.2's critic
+    recall: float = PAPER_RECALL
     stores: str = "episodic"  # 'episodic': the prepared candidates; 'both' / 'semantic': §5 candidate sets
     every: int = 40
 
@@ -329,7 +329,7 @@ def budget(prep: Prepared, *, seeds: int = 3, jobs: int = 1, k: int = 5, feedbac
             "figure": str(fig), "paper": PAPER_CLAIMS["fig4"], "text": _budget_text(prep, curves, marks, ref, k, T, seeds, fig)}
 
 # %% ../../nbs/experiments/13_analyses.ipynb #6eb2370c
-NOISE_LEVELS = ((0.88, 0.86), (0.80, 0.80), (0.70, 0.70), (0.60, 0.60))
+NOISE_LEVELS = ((PAPER_PRECISION, PAPER_RECALL), (0.80, 0.80), (0.70, 0.70), (0.60, 0.60))
 
 def _plot_noise(prep: Prepared, curves: dict, levels: Sequence[tuple], ref: float, k: int, seeds: int, out_dir) -> Path:
     "Fig. 5: one panel per method (EAR, RL), a mean curve with ± std band per critic level; a PNG."

@@ -58,7 +58,7 @@ def check_identifier(name, what: str) -> str:
         raise ValueError(f"{what}: expected letters, digits and underscores (at most 63, not starting with a digit), got {name!r}")
     return name
 
-# %% ../../nbs/memory/25_postgres.ipynb #9650cfa2
+# %% ../../nbs/memory/25_postgres.ipynb #49b4be2d
 def _scrub(text: str, url: str) -> str:
     "`text` (a driver's message) without any password that `url` carries, raw or percent-decoded."
     rest = url.split("://", 1)[-1] if isinstance(url, str) else ""
@@ -118,17 +118,23 @@ class PostgresBackend:
 
     def __repr__(self): return f"PostgresBackend({redact_url(self.url)!r}, dim={self.dim}, namespace={self.namespace!r}, schema={self.schema!r})"
 
-    def _q(self, sql: str, params=(), binary: bool = False):
-        "Run `sql` with `{s}` as the schema; returns the cursor (binary: rows in binary format, for vectors)."
-        return self.db.cursor(binary=binary).execute(sql.format(s=self.schema), params)
+# %% ../../nbs/memory/25_postgres.ipynb #6aebc733
+@patch
+def _q(self: PostgresBackend, sql: str, params=(), binary: bool = False):
+    "Run `sql` with `{s}` as the schema; returns the cursor (binary: rows in binary format, for vectors)."
+    return self.db.cursor(binary=binary).execute(sql.format(s=self.schema), params)
 
-    def _meta(self, key: str) -> str:
-        return self._q("SELECT value FROM {s}.meta WHERE namespace=%s AND key=%s", (self.namespace, key)).fetchone()[0]
+@patch
+def _meta(self: PostgresBackend, key: str) -> str:
+    "The namespace's `meta` value of `key`."
+    return self._q("SELECT value FROM {s}.meta WHERE namespace=%s AND key=%s", (self.namespace, key)).fetchone()[0]
 
-    def _set_meta(self, key: str, value):
-        self._q("UPDATE {s}.meta SET value=%s WHERE namespace=%s AND key=%s", (str(value), self.namespace, key))
+@patch
+def _set_meta(self: PostgresBackend, key: str, value):
+    "Set the namespace's `meta` value of `key` (inside a write)."
+    self._q("UPDATE {s}.meta SET value=%s WHERE namespace=%s AND key=%s", (str(value), self.namespace, key))
 
-# %% ../../nbs/memory/25_postgres.ipynb #c8e95e9e
+# %% ../../nbs/memory/25_postgres.ipynb #44b272cd
 @patch
 def _check_info(self: PostgresBackend, info: dict):
     "ValueError when the schema is foreign, too new or holds vectors of another dimension."
@@ -139,7 +145,7 @@ def _check_info(self: PostgresBackend, info: dict):
     if int(info["dim"]) != self.dim:
         raise ValueError(f"dim: the store in schema {self.schema!r} holds {info['dim']}-dimensional vectors, got dim={self.dim}")
 
-# %% ../../nbs/memory/25_postgres.ipynb #c03a8bac
+# %% ../../nbs/memory/25_postgres.ipynb #8ea3a208
 UPGRADES = [  # (table, column it lacks, statements): what a schema made by an earlier earmem gets
     ("feedback", "vectors", ["ALTER TABLE {s}.feedback ADD COLUMN IF NOT EXISTS candidates TEXT, ADD COLUMN IF NOT EXISTS vectors BYTEA"]),
     ("memories", "tsv", ["ALTER TABLE {s}.memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
@@ -198,7 +204,7 @@ def changed(self: PostgresBackend) -> bool:
     "True when anyone committed a write in this namespace since the last `refresh`."
     return self._pointer() != (self.rev, self.learner)
 
-# %% ../../nbs/memory/25_postgres.ipynb #fb2777bb
+# %% ../../nbs/memory/25_postgres.ipynb #ccfe833c
 @patch
 def _lock_namespace(self: PostgresBackend) -> int:
     "Take the namespace's write lock (inside a transaction), waiting at most `lock_timeout` seconds; returns the current rev."
@@ -222,7 +228,7 @@ def write(self: PostgresBackend):
         yield rev
     self.refresh()
 
-# %% ../../nbs/memory/25_postgres.ipynb #f9e4fc67
+# %% ../../nbs/memory/25_postgres.ipynb #cf3b7a28
 @patch
 def new_ids(self: PostgresBackend, count: int, taken: set) -> list:
     "`count` fresh ids m<N> (inside `write`), skipping ids in use."
@@ -247,7 +253,7 @@ def _vector(self: PostgresBackend, blob, mid) -> np.ndarray:
         raise ValueError(f"embedding: memory {mid!r} has a {v.size}-dimensional (or non-finite) embedding; the store holds dimension {self.dim}")
     return v
 
-# %% ../../nbs/memory/25_postgres.ipynb #72182716
+# %% ../../nbs/memory/25_postgres.ipynb #85674772
 @patch
 def _copy_row(self: PostgresBackend, r: tuple, rev: int) -> list:
     "The COPY row of a `MemoryRow`: namespace, its fields (the embedding checked), the case-folded entity keys, `rev`."
@@ -280,7 +286,7 @@ def update_many(self: PostgresBackend, columns: tuple, rows: list, rev: int):
     with self.db.cursor() as cur:
         cur.executemany(f"UPDATE {self.schema}.memories SET {sets}, rev=%s WHERE namespace=%s AND id=%s", [params(m, v) for m, v in rows])
 
-# %% ../../nbs/memory/25_postgres.ipynb #2cf0f045
+# %% ../../nbs/memory/25_postgres.ipynb #03421da8
 @patch
 def touch(self: PostgresBackend, ids: list, now: float, rev: int):
     "Move the last-access time of memories `ids` forward to `now`."
@@ -333,7 +339,7 @@ def history(self: PostgresBackend, ids) -> list:
     rows = self._q(f"SELECT {AUDIT_COLUMNS} FROM {{s}}.audit WHERE namespace=%s AND memory_id = ANY(%s) ORDER BY seq", (self.namespace, ids))
     return [AuditEntry(at, mid, act, json.loads(d)) for at, mid, act, d in rows]
 
-# %% ../../nbs/memory/25_postgres.ipynb #110ce231
+# %% ../../nbs/memory/25_postgres.ipynb #09a3eaa3
 @patch
 def log_feedback(self: PostgresBackend, at: float, query: str, slate: list, labels: list, learner: str,
                  candidates: dict | None = None, vectors: bytes | None = None) -> int:
@@ -355,7 +361,7 @@ def last_feedback(self: PostgresBackend) -> int:
     "The seq of the namespace's newest feedback row (0 when there is none)."
     return int(self._q("SELECT COALESCE(MAX(seq), 0) FROM {s}.feedback WHERE namespace=%s", (self.namespace,)).fetchone()[0])
 
-# %% ../../nbs/memory/25_postgres.ipynb #c1901d70
+# %% ../../nbs/memory/25_postgres.ipynb #3ffa0bfb
 @patch
 def counts(self: PostgresBackend) -> dict:
     "Active memories by kind and by store, retracted and superseded memories, feedback events."
@@ -437,7 +443,7 @@ def _fetch(self: PostgresBackend, sql: str, params=()) -> list:
     from psycopg.rows import namedtuple_row
     return self.db.cursor(binary=True, row_factory=namedtuple_row).execute(sql.format(s=self.schema), params).fetchall()
 
-# %% ../../nbs/memory/25_postgres.ipynb #53500ff5
+# %% ../../nbs/memory/25_postgres.ipynb #67981d31
 @patch
 def dump_rows(self: PostgresBackend) -> list:
     "Every memory row of the namespace (any status) as a `MemoryRow`, oldest first."
@@ -464,7 +470,7 @@ def _learner_files(learner, version: str) -> dict:
         learner.save(root := Path(d) / version)
         return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
-# %% ../../nbs/memory/25_postgres.ipynb #f4a94d75
+# %% ../../nbs/memory/25_postgres.ipynb #7422f51b
 @patch
 def point_learner(self: PostgresBackend, version: str, force: bool = False) -> str:
     "Make checkpoint `version` current (unless, without `force`, a checkpoint as far along is); returns the current one."
@@ -484,7 +490,7 @@ def prune_checkpoints(self: PostgresBackend) -> int:
                            "WHERE namespace=%s AND key='learner')", (self.namespace, self.namespace)).rowcount
     return gone
 
-# %% ../../nbs/memory/25_postgres.ipynb #610970fd
+# %% ../../nbs/memory/25_postgres.ipynb #f36384c6
 @patch
 def save_learner(self: PostgresBackend, learner, seq: int, force: bool = False) -> str:
     "Checkpoint `learner`, which includes the feedback rows up to `seq`, and point at it; returns the current version."
@@ -538,7 +544,7 @@ def _where(self: PostgresBackend, flt: SearchFilter | None = None) -> tuple:
         sql.append("(metadata::jsonb -> %s::text) = %s::jsonb"); params += [k, json.dumps(v)]
     return " AND ".join(sql), params
 
-# %% ../../nbs/memory/25_postgres.ipynb #81481745
+# %% ../../nbs/memory/25_postgres.ipynb #420069fb
 @patch
 def _nearest(self: PostgresBackend, q: np.ndarray, K: int, where: str, params: list) -> list:
     "(seq, `MemoryRow`) of the (approximately) K nearest rows by inner product that satisfy `where`."
@@ -558,7 +564,7 @@ def _window(self: PostgresBackend, found: list) -> _Index:
     self.index.load([rows[s] for s in sorted(rows)])
     return self.index
 
-# %% ../../nbs/memory/25_postgres.ipynb #b4bfce4f
+# %% ../../nbs/memory/25_postgres.ipynb #b89cba82
 @patch
 def _query(self: PostgresBackend, q) -> np.ndarray:
     "`q` as one finite float32 embedding of the store's dimension; ValueError otherwise."
@@ -595,7 +601,7 @@ def _lexical_rows(self: PostgresBackend, text: str, K: int, where: str, params: 
            f"WHERE {where} AND tsv @@ tq ORDER BY lexical_rank DESC, seq LIMIT %s")
     return [(r.seq, _stored_row(r), float(r.lexical_rank)) for r in self._fetch(sql, (" | ".join(words), *params, int(K)))]
 
-# %% ../../nbs/memory/25_postgres.ipynb #82fe4090
+# %% ../../nbs/memory/25_postgres.ipynb #a7ad6c0a
 @patch
 def hybrid_candidates(self: PostgresBackend, q: np.ndarray, text: str, K: int, w: float, balanced: bool = False,
                       flt: SearchFilter | None = None) -> tuple:

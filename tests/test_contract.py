@@ -436,3 +436,85 @@ def test_a_word_too_common_for_the_lexical_budget_is_left_to_the_dense_side(loc)
     assert narrowed.ids == dense.ids and np.allclose([h.score for h in narrowed], [h.score for h in dense])
     assert "target" in st.search("common flamingo", k=3, touch=False).ids   # the rare word is still asked for
     st.close()
+
+
+def test_the_backend_keeps_the_storage_protocol(loc):
+    "The store's backend is a StorageBackend: every member of the protocol, with a signature the store can call."
+    import inspect
+    from earmem.memory.storage import StorageBackend, contract_problems, protocol_members
+    st = loc.open(); fill(st)
+    b = st._backend
+    assert isinstance(b, StorageBackend) and contract_problems(b) == [] and contract_problems(type(b)) == []
+    for name, want in protocol_members().items():
+        if want is None: assert hasattr(b, name), name; continue
+        got = inspect.signature(getattr(type(b), name))
+        assert list(got.parameters)[:len(want.parameters)] == list(want.parameters), name   # the store's arguments, in place
+    st.close()
+    assert b.db is None and isinstance(b, StorageBackend)          # closed: db is None, the members stay
+
+
+META_NOTES = [("Orders run on Postgres", {"project": "orders", "n": 1}), ("Orders deploys on Fridays", {"project": "orders", "n": "1"}),
+              ("Billing uses Stripe", {"project": "billing", "n": 1.0}), ("Billing invoices monthly", {"project": "billing", "urgent": True}),
+              ("Lee likes Lisbon", {"urgent": 1, "tags": ["orders"]}), ("No metadata here", {})]
+
+
+def fill_meta(st):
+    return [st.add(t, "fact" if i % 2 else "decision", ["Dana"] if i < 3 else ["Lee"], metadata=m, timestamp="2026-03-01").id
+            for i, (t, m) in enumerate(META_NOTES)]
+
+
+METADATA_FILTERS = [  # (filter, indexes of META_NOTES it must return)
+    (dict(metadata={"project": "orders"}), [0, 1]), (dict(metadata={"n": 1}), [0, 2]), (dict(metadata={"n": "1"}), [1]),
+    (dict(metadata={"urgent": True}), [3]), (dict(metadata={"urgent": 1}), [4]), (dict(metadata={"tags": "orders"}), []),
+    (dict(metadata={"project": "orders", "n": 1}), [0]), (dict(metadata={"project": "billing"}, kinds=["fact"]), [3]),
+    (dict(metadata={"n": 1}, entities=["dana"]), [0, 2]), (dict(metadata={"project": "billing"}, entities=["Lee"]), [3]),
+    (dict(metadata={"nope": None}), [])]
+
+
+@pytest.mark.parametrize("retriever", ["dense", "hybrid"])
+def test_metadata_filters(loc, retriever):
+    "Every key: value pair must equal the memory's metadata value (JSON equality: 1 matches 1.0, never '1' or true)."
+    st = loc.open(config=StoreConfig(min_relevance=-1.0, retriever=retriever))
+    ids = fill_meta(st)
+    for flt, want in METADATA_FILTERS:
+        got = st.search("orders billing Lisbon", k=10, filters=flt, touch=False)
+        assert sorted(got.ids) == sorted(ids[i] for i in want), flt
+    assert st.search("orders", k=10, kinds=["decision"], filters={"metadata": {"project": "orders"}}, touch=False).ids == [ids[0]]
+    with pytest.raises(TypeError, match=r"metadata\['tags'\]: expected a string, number, bool or null"):
+        st.search("orders", filters={"metadata": {"tags": ["orders"]}})
+    st.close()
+
+
+def test_metadata_filters_give_the_same_hits_on_both_backends(pg_url, tmp_path):
+    locs = [Location("sqlite", tmp_path / "s"), Location("postgres", pg_url, f"t-{uuid.uuid4().hex[:12]}")]
+    clock = [to_epoch("2026-03-20")]
+    stores = [l.open(clock=lambda: clock[0]) for l in locs]
+    for st in stores: fill_meta(st)
+    for flt, _ in METADATA_FILTERS:
+        got = [st.search("which project runs on Postgres?", k=6, filters=flt, touch=False) for st in stores]
+        assert got[0].ids == got[1].ids, flt
+        np.testing.assert_allclose([h.score for h in got[0]], [h.score for h in got[1]], atol=1e-5)
+    for st in stores: st.close()
+
+
+def test_a_url_store_never_shows_its_password(pg_url):
+    "repr(store), stats() and the errors of a bad URL pass the URL through redact_url: the planted passwords never show."
+    secrets = ("pl%40nted%3As3cret", "Q-S3CRET-2", "pl@nted", "s3cret")
+    url = pg_url.replace("postgres:@", f"postgres:{secrets[0]}@") + f"&password={secrets[1]}"
+    ns = f"t-{uuid.uuid4().hex[:12]}"
+    st = Location("postgres", url, ns).open()
+    shown = [repr(st), json.dumps(st.stats()), str(st.path), repr(st._backend)]
+    for bad in (dict(readonly=True, namespace=ns + "-none"), dict(url=url.split("?")[0] + "?host=/nonexistent&password=" + secrets[1])):
+        with pytest.raises((FileNotFoundError, ValueError)) as e:
+            MemoryStore(bad.get("url", url), encoder=HashingEncoder(DIM), namespace=bad.get("namespace", ns), readonly=bad.get("readonly", False))
+        shown.append(str(e.value))
+    with pytest.raises(TimeoutError) as e:
+        other = Location("postgres", url, ns).open(lock_timeout=0.2)
+        with st._write():
+            other.add("blocked", "fact")
+    other.close()
+    shown.append(str(e.value))
+    for text in shown:
+        assert not any(s in text for s in secrets), text
+    assert "postgres:***@" in shown[0] and "password=***" in shown[0] and "host=" in shown[0]
+    st.close()

@@ -13,7 +13,7 @@ import pytest
 from earmem.core import unit_rows
 from earmem.memory.hygiene import KINDS
 from earmem.memory.postgres import PostgresBackend, connect_postgres
-from earmem.memory.vectors import COLUMNS, _Index, item_row
+from earmem.memory.vectors import COLUMNS, SearchFilter, _Index, item_row
 from earmem.memory.storage import SQLiteBackend, create_store_folder, learner_seq
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,17 +101,17 @@ def test_search_matches_the_exact_scan(pg_url, schema, tmp_path):
     for f in filters:
         for balanced in (False, True):
             for q in Q:
-                r_pg, c_pg = pg.candidates(q, 20, balanced, **f)
-                r_sq, c_sq = sq.index.candidates(q, np.flatnonzero(sq.index.mask(**f)), 20, balanced)
+                r_pg, c_pg = pg.candidates(q, 20, balanced, SearchFilter(**f))
+                r_sq, c_sq = sq.candidates(q, 20, balanced, SearchFilter(**f))
                 assert [pg.index.ids[r] for r in r_pg] == [sq.index.ids[r] for r in r_sq], (f, balanced)
                 np.testing.assert_allclose(c_pg, c_sq, rtol=0, atol=1e-6)
     # an exact numpy scan of the filtered rows agrees too, and the window holds the rows' fields
     allowed = np.array([i for i in range(600) if i % 3 == 0])
-    rows, cos = pg.candidates(Q[0], 10, entities="Dana")
+    rows, cos = pg.candidates(Q[0], 10, flt=SearchFilter(entities="Dana"))
     exact = allowed[np.argsort(-(V[allowed] @ Q[0]))[:10]]
     assert [pg.index.ids[r] for r in rows] == [f"m{i + 1}" for i in exact]
     assert pg.index.texts[rows[0]] == f"memory {exact[0]}" and np.allclose(pg.index.E[rows[0]], V[exact[0]])
-    assert pg.candidates(Q[0], 5, kinds=["fact"], since=2e9)[0].size == 0
+    assert pg.candidates(Q[0], 5, flt=SearchFilter(kinds=["fact"], since=2e9))[0].size == 0
 
 
 def test_near_duplicates_as_sqlite(pg_url, schema, tmp_path):
@@ -182,6 +182,7 @@ import sys, json, numpy as np
 sys.path.insert(0, sys.argv[4])
 from tests.test_postgres import rows_for, vectors
 from earmem.memory.postgres import PostgresBackend
+from earmem.memory.vectors import SearchFilter
 url, schema, w = sys.argv[1], sys.argv[2], int(sys.argv[3])
 b = PostgresBackend(url, 16, "shared", schema=schema)
 for k in range(10):
@@ -191,7 +192,7 @@ for k in range(10):
         ids = b.new_ids(len(rows), set())
         b.insert([(i, *r[1:]) for i, r in zip(ids, rows)], rev)
         b.audit_many([(1.0, i, "insert", {"writer": w}) for i in ids])
-    b.candidates(V[0], 5, kinds=["fact"])
+    b.candidates(V[0], 5, flt=SearchFilter(kinds=["fact"]))
     with b.write(): b.log_feedback(float(k), f"w{w}", ids[:2], [1, -1], b.learner)
 print(b.rev)
 """
@@ -229,8 +230,8 @@ def test_a_failed_write_leaves_nothing(pg_url, schema):
         with b.write() as rev: b.update_many(("nope",), [("m1", (1,))], rev)
     with pytest.raises(ValueError, match="query: expected one finite embedding of dimension 16"): b.candidates(np.ones(3), 5)
     with pytest.raises(ValueError, match="K: expected a positive integer"): b.candidates(V[0], 0)
-    with pytest.raises(ValueError, match="store: expected one of"): b.candidates(V[0], 5, store="attic")
-    with pytest.raises(ValueError, match="kinds"): b.candidates(V[0], 5, kinds=["gossip"])
+    with pytest.raises(TypeError, match="flt: expected a SearchFilter, got dict"): b.candidates(V[0], 5, flt={"store": "attic"})
+    with pytest.raises(TypeError, match="flt: expected a SearchFilter"): b.hybrid_candidates(V[0], "memory", 5, 0.5, flt={"kinds": ["fact"]})
     ro = PostgresBackend(pg_url, DIM, "alice", schema=schema, readonly=True)
     with pytest.raises(PermissionError, match="read-only"):
         with ro.write(): pass
@@ -299,3 +300,82 @@ def test_a_schema_from_before_the_stored_text_column_is_upgraded(pg_url, schema)
     b._q("ANALYZE {s}.memories")                                              # the planner's estimates count the words
     assert b._lexical_rows("memory", 2, where, params) == []                # 6 matches > 5: left to the dense side
     b.close()
+
+
+def test_rows_are_named_tuples_of_their_table(pg_url, schema, tmp_path):
+    "Both backends hand back the same named rows: RecordRow, AuditEntry, ReplayRow, FeedbackEntry, MemoryRow."
+    from earmem.memory.storage import AuditEntry, FeedbackEntry, RecordRow, ReplayRow
+    from earmem.memory.vectors import MemoryRow
+    V = vectors(5, seed=9)
+    for b in (PostgresBackend(pg_url, DIM, "alice", schema=schema), sqlite_backend(tmp_path)):
+        with b.write() as rev:
+            b.insert(rows_for(V), rev); b.audit_many([(1.0, "m1", "insert", {"x": 1})])
+            seq = b.log_feedback(2.0, "q", ["m1"], [1], "", {"ids": ["m1"], "positions": [0]}, b"\0" * 4)
+        r = b.row("m2")
+        assert type(r) is RecordRow and (r.id, r.text, json.loads(r.metadata)) == ("m2", "memory 1", {"i": 1})
+        assert b.history("m1") == [AuditEntry(1.0, "m1", "insert", {"x": 1})] and b.history("m1")[0].detail == {"x": 1}
+        assert b.feedback_rows() == [ReplayRow(seq, "q", [1], {"ids": ["m1"], "positions": [0]}, b"\0" * 4)]
+        f = b.dump_feedback()[0]
+        assert type(f) is FeedbackEntry and (f.seq, f.at, f.slate, f.learner) == (seq, 2.0, ["m1"], "")
+        rows = b.dump_rows()
+        assert type(rows[0]) is MemoryRow and rows == rows_for(V) and rows[3].embedding == V[3].tobytes()
+
+
+PLANTED = ("pl%40nted%3As3cret", "Q-S3CRET-2")
+
+
+def planted_url(pg_url):
+    "The test server's URL carrying a password twice (user info, percent-escaped, and the query); the server ignores both."
+    return pg_url.replace("postgres:@", f"postgres:{PLANTED[0]}@") + f"&password={PLANTED[1]}"
+
+
+def assert_hidden(text):
+    for s in (*PLANTED, "pl@nted", "s3cret", "S3CRET"):
+        assert s not in text, (s, text)
+
+
+def test_passwords_never_show(pg_url, schema, tmp_path):
+    "repr and every error that names the URL show it through redact_url; a driver's message is scrubbed too."
+    from earmem.memory.storage import redact_url
+    url = planted_url(pg_url)
+    b = PostgresBackend(url, DIM, "alice", schema=schema)
+    assert_hidden(repr(b)); assert "postgres:***@" in repr(b) and "password=***" in repr(b) and "host=" in repr(b)
+    with pytest.raises(TimeoutError) as e:
+        other = PostgresBackend(url, DIM, "alice", schema=schema, lock_timeout=0.2)
+        with b.write():
+            with other.write(): pass
+    assert_hidden(str(e.value))
+    dead = url.replace(f"host={pg_url.split('host=')[1].split('&')[0]}", f"host={tmp_path}/none")
+    with pytest.raises(ValueError, match="url: cannot reach a PostgreSQL server") as e: PostgresBackend(dead, DIM, connect_timeout=1)
+    assert_hidden(str(e.value))
+    with pytest.raises(ValueError) as e: PostgresBackend(url + "&port=notaport", DIM)
+    assert_hidden(str(e.value))
+    with pytest.raises(ValueError, match="schema: no earmem store") as e: PostgresBackend(url, DIM, schema=f"{schema}_none", create=False)
+    assert_hidden(str(e.value))
+    with pytest.raises(ValueError, match="url: expected a postgresql://") as e: PostgresBackend(f"host=x password={PLANTED[1]}", DIM)
+    assert_hidden(str(e.value))
+    assert redact_url(url).replace("***", "") in url.replace(PLANTED[0], "").replace(PLANTED[1], "")   # only the secrets went
+
+
+def test_metadata_filters_in_sql_match_the_index(pg_url, schema, tmp_path):
+    "_where's jsonb equality and _Index.mask's metadata_matches select the same rows, alone and with kind/entity filters."
+    V = vectors(40, seed=11)
+    metas = [{"team": "core", "n": 1}, {"team": "edge", "n": 1.0}, {"team": "core", "n": "1"}, {"team": None, "flag": True},
+             {"flag": 1, "tags": ["core"]}, {}]
+    rows = [(*r[:12], json.dumps(metas[i % len(metas)], sort_keys=True), r[13]) for i, r in enumerate(rows_for(V))]
+    pg, sq = PostgresBackend(pg_url, DIM, "alice", schema=schema), sqlite_backend(tmp_path)
+    for b in (pg, sq):
+        with b.write() as rev: b.insert(rows, rev)
+    filters = [{"metadata": {"team": "core"}}, {"metadata": {"n": 1}}, {"metadata": {"n": "1"}}, {"metadata": {"flag": True}},
+               {"metadata": {"flag": 1}}, {"metadata": {"team": None}}, {"metadata": {"missing": None}}, {"metadata": {"tags": "core"}},
+               {"metadata": {"team": "core", "n": 1}}, {"metadata": {"team": "core"}, "kinds": ["fact", "episode"]},
+               {"metadata": {"n": 1}, "entities": ["dana"]}, {"metadata": {"team": "core"}, "store": "episodic"}]
+    expect = lambda f: sorted(r[0] for r in rows if all(k in json.loads(r[12]) and json.loads(r[12])[k] == v and
+                                                        type(json.loads(r[12])[k]) in ((int, float) if type(v) in (int, float) else (type(v),))
+                                                        for k, v in f["metadata"].items()))
+    for f in filters:
+        got = [sorted(b.index.ids[r] for r in b.candidates(V[0], 40, False, SearchFilter(**f))[0]) for b in (pg, sq)]
+        assert got[0] == got[1], f
+        if len(f) == 1: assert got[0] == expect(f), f
+    assert len(pg.candidates(V[0], 40, flt=SearchFilter(metadata={"n": 1}))[0]) == 14   # 1 and 1.0, not "1"
+    assert pg.candidates(V[0], 40, flt=SearchFilter(metadata={"tags": "core"}))[0].size == 0   # a list never equals its member

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json, os, re, tempfile, time
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import unquote_plus
 import numpy as np
 from fastcore.basics import patch
 from ..core import check_positive_int
-from .hygiene import KINDS, STORES, check_entities, check_kind, to_epoch
-from .vectors import fused_top, lexical_words, within_budget, LEXICAL_BUDGET, COLUMNS, _Index
-from .storage import (BACKENDS, RECORD_COLUMNS, check_finite_learner, check_manifest, check_namespace,
-                            learner_seq, redact_url)
+from .hygiene import KINDS, STORES
+from .vectors import fused_top, lexical_words, within_budget, LEXICAL_BUDGET, COLUMNS, MemoryRow, SearchFilter, _Index
+from .storage import (BACKENDS, RECORD_COLUMNS, AUDIT_COLUMNS, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
+                                   _authority_end, check_finite_learner, check_manifest, check_namespace, learner_seq, redact_url)
 
 # %% auto #0
 __all__ = ['PG_FORMAT', 'PG_VERSION', 'PG_SCHEMA', 'HNSW_INDEX', 'UPGRADES', 'DEDUPE_NEIGHBOURS', 'check_identifier',
@@ -57,23 +58,36 @@ def check_identifier(name, what: str) -> str:
         raise ValueError(f"{what}: expected letters, digits and underscores (at most 63, not starting with a digit), got {name!r}")
     return name
 
+# %% ../../nbs/memory/25_postgres.ipynb #49b4be2d
+def _scrub(text: str, url: str) -> str:
+    "`text` (a driver's message) without any password that `url` carries, raw or percent-decoded."
+    rest = url.split("://", 1)[-1] if isinstance(url, str) else ""
+    info, found = rest[:_authority_end(rest)].rpartition("@")[0], set()
+    if ":" in info: found.add(info.split(":", 1)[1])
+    query = rest.partition("?")[2].partition("#")[0]
+    found |= {v for k, _, v in (p.partition("=") for p in query.split("&")) if unquote_plus(k).strip().lower() == "password"}
+    for s in sorted(found | {unquote_plus(s) for s in found}, key=len, reverse=True):
+        if s: text = text.replace(s, "***")
+    return text
+
 # %% ../../nbs/memory/25_postgres.ipynb #25bec3d6
 def connect_postgres(url: str, connect_timeout: float = 10):
-    "An autocommit psycopg connection to `url` with pgvector's types registered; ValueError naming the cause otherwise."
+    "An autocommit psycopg connection to `url` with pgvector's types registered; ValueError naming the cause (never the password) otherwise."
     try: import psycopg
     except ImportError: raise ImportError('PostgresBackend needs psycopg and pgvector: pip install "earmem[postgres]"') from None
     from pgvector.psycopg import register_vector
     if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
-        raise ValueError(f"url: expected a postgresql://… connection URL, got {url!r}")
+        raise ValueError(f"url: expected a postgresql://… connection URL, got {redact_url(url)!r}")
+    first = lambda e: _scrub(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__, url)
     try: conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout)))
-    except psycopg.OperationalError as e:
-        raise ValueError(f"url: cannot reach a PostgreSQL server at {redact_url(url)} ({str(e).strip().splitlines()[0]})") from None
+    except psycopg.Error as e:
+        raise ValueError(f"url: cannot reach a PostgreSQL server at {redact_url(url)} ({first(e)})") from None
     try:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.Error as e:
         conn.close()
         raise ValueError(f"url: the server at {redact_url(url)} has no usable pgvector extension "
-                         f"(CREATE EXTENSION vector failed: {str(e).strip().splitlines()[0]}); install pgvector ≥ 0.8 there") from None
+                         f"(CREATE EXTENSION vector failed: {first(e)}); install pgvector ≥ 0.8 there") from None
     register_vector(conn)
     return conn
 
@@ -104,15 +118,46 @@ class PostgresBackend:
 
     def __repr__(self): return f"PostgresBackend({redact_url(self.url)!r}, dim={self.dim}, namespace={self.namespace!r}, schema={self.schema!r})"
 
-    def _q(self, sql: str, params=(), binary: bool = False):
-        "Run `sql` with `{s}` as the schema; returns the cursor (binary: rows in binary format, for vectors)."
-        return self.db.cursor(binary=binary).execute(sql.format(s=self.schema), params)
+# %% ../../nbs/memory/25_postgres.ipynb #6aebc733
+@patch
+def _q(self: PostgresBackend, sql: str, params=(), binary: bool = False):
+    "Run `sql` with `{s}` as the schema; returns the cursor (binary: rows in binary format, for vectors)."
+    return self.db.cursor(binary=binary).execute(sql.format(s=self.schema), params)
 
-    def _meta(self, key: str) -> str:
-        return self._q("SELECT value FROM {s}.meta WHERE namespace=%s AND key=%s", (self.namespace, key)).fetchone()[0]
+@patch
+def _meta(self: PostgresBackend, key: str) -> str:
+    "The namespace's `meta` value of `key`."
+    return self._q("SELECT value FROM {s}.meta WHERE namespace=%s AND key=%s", (self.namespace, key)).fetchone()[0]
 
-    def _set_meta(self, key: str, value):
-        self._q("UPDATE {s}.meta SET value=%s WHERE namespace=%s AND key=%s", (str(value), self.namespace, key))
+@patch
+def _set_meta(self: PostgresBackend, key: str, value):
+    "Set the namespace's `meta` value of `key` (inside a write)."
+    self._q("UPDATE {s}.meta SET value=%s WHERE namespace=%s AND key=%s", (str(value), self.namespace, key))
+
+# %% ../../nbs/memory/25_postgres.ipynb #44b272cd
+@patch
+def _check_info(self: PostgresBackend, info: dict):
+    "ValueError when the schema is foreign, too new or holds vectors of another dimension."
+    if info.get("format") != PG_FORMAT:
+        raise ValueError(f"schema: {self.schema!r} is not an earmem store (format {info.get('format')!r}); refusing to use it")
+    if int(info.get("version", 0)) > PG_VERSION:
+        raise ValueError(f"schema: {self.schema!r} has store format version {info['version']}; this earmem reads version {PG_VERSION}")
+    if int(info["dim"]) != self.dim:
+        raise ValueError(f"dim: the store in schema {self.schema!r} holds {info['dim']}-dimensional vectors, got dim={self.dim}")
+
+# %% ../../nbs/memory/25_postgres.ipynb #8ea3a208
+UPGRADES = [  # (table, column it lacks, statements): what a schema made by an earlier earmem gets
+    ("feedback", "vectors", ["ALTER TABLE {s}.feedback ADD COLUMN IF NOT EXISTS candidates TEXT, ADD COLUMN IF NOT EXISTS vectors BYTEA"]),
+    ("memories", "tsv", ["ALTER TABLE {s}.memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
+                         "CREATE INDEX IF NOT EXISTS memories_tsv ON {s}.memories USING gin (tsv)", "DROP INDEX IF EXISTS {s}.memories_text"])]
+
+@patch
+def _upgrade(self: PostgresBackend):
+    "Bring an older schema up to date: the feedback log's replay columns, the stored full-text column (its expression index goes)."
+    have = "SELECT 1 FROM information_schema.columns WHERE table_schema=%s AND table_name=%s AND column_name=%s"
+    for table, column, statements in UPGRADES:
+        if self._q(have, (self.schema, table, column)).fetchone() is None:
+            for sql in statements: self._q(sql)
 
 # %% ../../nbs/memory/25_postgres.ipynb #11e8476f
 @patch
@@ -134,29 +179,6 @@ def _ensure_schema(self: PostgresBackend, create: bool):
             self._q("INSERT INTO {s}.info VALUES ('format', %s), ('version', %s), ('dim', %s)", (PG_FORMAT, str(PG_VERSION), str(self.dim)))
         self._check_info(dict(self._q("SELECT key, value FROM {s}.info").fetchall()))
         if create: self._upgrade()
-
-UPGRADES = [  # (table, column it lacks, statements): what a schema made by an earlier earmem gets
-    ("feedback", "vectors", ["ALTER TABLE {s}.feedback ADD COLUMN IF NOT EXISTS candidates TEXT, ADD COLUMN IF NOT EXISTS vectors BYTEA"]),
-    ("memories", "tsv", ["ALTER TABLE {s}.memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
-                         "CREATE INDEX IF NOT EXISTS memories_tsv ON {s}.memories USING gin (tsv)", "DROP INDEX IF EXISTS {s}.memories_text"])]
-
-@patch
-def _upgrade(self: PostgresBackend):
-    "Bring an older schema up to date: the feedback log's replay columns, the stored full-text column (its expression index goes)."
-    have = "SELECT 1 FROM information_schema.columns WHERE table_schema=%s AND table_name=%s AND column_name=%s"
-    for table, column, statements in UPGRADES:
-        if self._q(have, (self.schema, table, column)).fetchone() is None:
-            for sql in statements: self._q(sql)
-
-@patch
-def _check_info(self: PostgresBackend, info: dict):
-    "ValueError when the schema is foreign, too new or holds vectors of another dimension."
-    if info.get("format") != PG_FORMAT:
-        raise ValueError(f"schema: {self.schema!r} is not an earmem store (format {info.get('format')!r}); refusing to use it")
-    if int(info.get("version", 0)) > PG_VERSION:
-        raise ValueError(f"schema: {self.schema!r} has store format version {info['version']}; this earmem reads version {PG_VERSION}")
-    if int(info["dim"]) != self.dim:
-        raise ValueError(f"dim: the store in schema {self.schema!r} holds {info['dim']}-dimensional vectors, got dim={self.dim}")
 
 @patch
 def _ensure_namespace(self: PostgresBackend):
@@ -182,6 +204,7 @@ def changed(self: PostgresBackend) -> bool:
     "True when anyone committed a write in this namespace since the last `refresh`."
     return self._pointer() != (self.rev, self.learner)
 
+# %% ../../nbs/memory/25_postgres.ipynb #ccfe833c
 @patch
 def _lock_namespace(self: PostgresBackend) -> int:
     "Take the namespace's write lock (inside a transaction), waiting at most `lock_timeout` seconds; returns the current rev."
@@ -205,6 +228,7 @@ def write(self: PostgresBackend):
         yield rev
     self.refresh()
 
+# %% ../../nbs/memory/25_postgres.ipynb #cf3b7a28
 @patch
 def new_ids(self: PostgresBackend, count: int, taken: set) -> list:
     "`count` fresh ids m<N> (inside `write`), skipping ids in use."
@@ -229,15 +253,18 @@ def _vector(self: PostgresBackend, blob, mid) -> np.ndarray:
         raise ValueError(f"embedding: memory {mid!r} has a {v.size}-dimensional (or non-finite) embedding; the store holds dimension {self.dim}")
     return v
 
+# %% ../../nbs/memory/25_postgres.ipynb #85674772
 @patch
 def _copy_row(self: PostgresBackend, r: tuple, rev: int) -> list:
+    "The COPY row of a `MemoryRow`: namespace, its fields (the embedding checked), the case-folded entity keys, `rev`."
     if len(r) != len(COLUMNS): raise ValueError(f"rows: expected tuples of {len(COLUMNS)} fields in COLUMNS order, got {len(r)}")
-    keys = [e.casefold() for e in json.loads(r[4])]
-    return [self.namespace, *r[:13], self._vector(r[13], r[0]), keys, rev]
+    r = MemoryRow(*r)
+    keys = [e.casefold() for e in json.loads(r.entities)]
+    return [self.namespace, *r._replace(embedding=self._vector(r.embedding, r.id)), keys, rev]
 
 @patch
 def insert(self: PostgresBackend, rows: list, rev: int, revived: set = frozenset()):
-    "Insert new memories (tuples in `COLUMNS` order) with binary COPY; `revived` is accepted for the SQLite signature (no tombstones here)."
+    "Insert new memories (`MemoryRow`s) with binary COPY; `revived` is accepted for the SQLite signature (no tombstones here)."
     data = [self._copy_row(r, rev) for r in rows]  # all checked before anything is sent
     cols = ", ".join(("namespace",) + COLUMNS + ("entity_keys", "rev"))
     with self.db.cursor() as cur, cur.copy(f"COPY {self.schema}.memories ({cols}) FROM STDIN WITH (FORMAT BINARY)") as cp:
@@ -259,6 +286,7 @@ def update_many(self: PostgresBackend, columns: tuple, rows: list, rev: int):
     with self.db.cursor() as cur:
         cur.executemany(f"UPDATE {self.schema}.memories SET {sets}, rev=%s WHERE namespace=%s AND id=%s", [params(m, v) for m, v in rows])
 
+# %% ../../nbs/memory/25_postgres.ipynb #03421da8
 @patch
 def touch(self: PostgresBackend, ids: list, now: float, rev: int):
     "Move the last-access time of memories `ids` forward to `now`."
@@ -282,9 +310,10 @@ def audit_many(self: PostgresBackend, rows: list):
 
 # %% ../../nbs/memory/25_postgres.ipynb #b6ab7d47
 @patch
-def row(self: PostgresBackend, mid: str):
-    "The stored fields of memory `mid` in `RECORD_COLUMNS` order, or None."
-    return self._q(f"SELECT {RECORD_COLUMNS} FROM {{s}}.memories WHERE namespace=%s AND id=%s", (self.namespace, mid)).fetchone()
+def row(self: PostgresBackend, mid: str) -> RecordRow | None:
+    "The stored fields of memory `mid` as a `RecordRow`, or None."
+    r = self._q(f"SELECT {RECORD_COLUMNS} FROM {{s}}.memories WHERE namespace=%s AND id=%s", (self.namespace, mid)).fetchone()
+    return None if r is None else RecordRow(*r)
 
 @patch
 def ids(self: PostgresBackend, include_retracted: bool = False) -> list:
@@ -305,12 +334,12 @@ def active_count(self: PostgresBackend) -> int:
 # %% ../../nbs/memory/25_postgres.ipynb #8643a6a0
 @patch
 def history(self: PostgresBackend, ids) -> list:
-    "(at, memory id, action, detail dict) of the audit entries of memory `ids` (one id or several), oldest first."
+    "`AuditEntry`s of memory `ids` (one id or several), oldest first."
     ids = [ids] if isinstance(ids, str) else list(ids)
-    rows = self._q("SELECT at, memory_id, action, detail FROM {s}.audit WHERE namespace=%s AND memory_id = ANY(%s) ORDER BY seq",
-                   (self.namespace, ids))
-    return [(at, mid, act, json.loads(d)) for at, mid, act, d in rows]
+    rows = self._q(f"SELECT {AUDIT_COLUMNS} FROM {{s}}.audit WHERE namespace=%s AND memory_id = ANY(%s) ORDER BY seq", (self.namespace, ids))
+    return [AuditEntry(at, mid, act, json.loads(d)) for at, mid, act, d in rows]
 
+# %% ../../nbs/memory/25_postgres.ipynb #09a3eaa3
 @patch
 def log_feedback(self: PostgresBackend, at: float, query: str, slate: list, labels: list, learner: str,
                  candidates: dict | None = None, vectors: bytes | None = None) -> int:
@@ -322,16 +351,17 @@ def log_feedback(self: PostgresBackend, at: float, query: str, slate: list, labe
 
 @patch
 def feedback_rows(self: PostgresBackend, after: int = 0) -> list:
-    "(seq, query, labels, candidates dict or None, vectors or None) of the namespace's feedback rows after `after`, in order."
+    "`ReplayRow`s (seq, query, labels, candidates dict or None, vectors or None) of the namespace's feedback events after `after`."
     rows = self._q("SELECT seq, query, labels, candidates, vectors FROM {s}.feedback WHERE namespace=%s AND seq > %s ORDER BY seq",
                    (self.namespace, after))
-    return [(seq, q, json.loads(lab), json.loads(c) if c else None, None if v is None else bytes(v)) for seq, q, lab, c, v in rows]
+    return [ReplayRow(seq, q, json.loads(lab), json.loads(c) if c else None, None if v is None else bytes(v)) for seq, q, lab, c, v in rows]
 
 @patch
 def last_feedback(self: PostgresBackend) -> int:
     "The seq of the namespace's newest feedback row (0 when there is none)."
     return int(self._q("SELECT COALESCE(MAX(seq), 0) FROM {s}.feedback WHERE namespace=%s", (self.namespace,)).fetchone()[0])
 
+# %% ../../nbs/memory/25_postgres.ipynb #3ffa0bfb
 @patch
 def counts(self: PostgresBackend) -> dict:
     "Active memories by kind and by store, retracted and superseded memories, feedback events."
@@ -401,24 +431,36 @@ def open_postgres_store(url: str, namespace: str = "default", readonly: bool = F
 BACKENDS["postgresql"] = BACKENDS["postgres"] = open_postgres_store
 
 # %% ../../nbs/memory/25_postgres.ipynb #65ef8197
+_SELECT = ", ".join(COLUMNS)
+
+def _stored_row(r) -> MemoryRow:
+    "A fetched row (psycopg's `namedtuple_row` over seq, the COLUMNS, …) as a `MemoryRow`, the embedding as float32 bytes."
+    return MemoryRow(*(getattr(r, c) for c in COLUMNS[:-1]), r.embedding.to_numpy().astype(np.float32).tobytes())
+
+@patch
+def _fetch(self: PostgresBackend, sql: str, params=()) -> list:
+    "The rows of `sql` (`{s}`: the schema) in binary format, as named tuples: `r.seq`, `r.embedding`, …"
+    from psycopg.rows import namedtuple_row
+    return self.db.cursor(binary=True, row_factory=namedtuple_row).execute(sql.format(s=self.schema), params).fetchall()
+
+# %% ../../nbs/memory/25_postgres.ipynb #67981d31
 @patch
 def dump_rows(self: PostgresBackend) -> list:
-    "Every memory row of the namespace (any status) in `COLUMNS` order, oldest first."
-    got = self._q(f"SELECT {_SELECT} FROM {{s}}.memories WHERE namespace=%s ORDER BY seq", (self.namespace,), binary=True).fetchall()
-    return [(*r[:13], r[13].to_numpy().astype(np.float32).tobytes()) for r in got]
+    "Every memory row of the namespace (any status) as a `MemoryRow`, oldest first."
+    return [_stored_row(r) for r in self._fetch(f"SELECT seq, {_SELECT} FROM {{s}}.memories WHERE namespace=%s ORDER BY seq", (self.namespace,))]
 
 @patch
 def dump_audit(self: PostgresBackend) -> list:
-    "Every audit entry of the namespace (at, memory id, action, detail dict), oldest first."
-    rows = self._q("SELECT at, memory_id, action, detail FROM {s}.audit WHERE namespace=%s ORDER BY seq", (self.namespace,))
-    return [(at, m, a, json.loads(d)) for at, m, a, d in rows]
+    "Every `AuditEntry` of the namespace, oldest first."
+    rows = self._q(f"SELECT {AUDIT_COLUMNS} FROM {{s}}.audit WHERE namespace=%s ORDER BY seq", (self.namespace,))
+    return [AuditEntry(at, m, a, json.loads(d)) for at, m, a, d in rows]
 
 @patch
 def dump_feedback(self: PostgresBackend) -> list:
-    "Every feedback row of the namespace (seq, at, query, slate, labels, learner, candidates or None, vectors or None), oldest first."
+    "Every `FeedbackEntry` of the namespace (candidates dict or None, vectors or None), oldest first."
     rows = self._q("SELECT seq, at, query, slate, labels, learner, candidates, vectors FROM {s}.feedback WHERE namespace=%s ORDER BY seq",
                    (self.namespace,))
-    return [(s, at, q, json.loads(sl), json.loads(lab), ln, json.loads(c) if c else None, None if v is None else bytes(v))
+    return [FeedbackEntry(s, at, q, json.loads(sl), json.loads(lab), ln, json.loads(c) if c else None, None if v is None else bytes(v))
             for s, at, q, sl, lab, ln, c, v in rows]
 
 # %% ../../nbs/memory/25_postgres.ipynb #c8791d3e
@@ -428,6 +470,7 @@ def _learner_files(learner, version: str) -> dict:
         learner.save(root := Path(d) / version)
         return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
+# %% ../../nbs/memory/25_postgres.ipynb #7422f51b
 @patch
 def point_learner(self: PostgresBackend, version: str, force: bool = False) -> str:
     "Make checkpoint `version` current (unless, without `force`, a checkpoint as far along is); returns the current one."
@@ -447,6 +490,7 @@ def prune_checkpoints(self: PostgresBackend) -> int:
                            "WHERE namespace=%s AND key='learner')", (self.namespace, self.namespace)).rowcount
     return gone
 
+# %% ../../nbs/memory/25_postgres.ipynb #f36384c6
 @patch
 def save_learner(self: PostgresBackend, learner, seq: int, force: bool = False) -> str:
     "Checkpoint `learner`, which includes the feedback rows up to `seq`, and point at it; returns the current version."
@@ -462,7 +506,6 @@ def save_learner(self: PostgresBackend, learner, seq: int, force: bool = False) 
         cur = self.point_learner(version, force)
         self.prune_checkpoints()  # our own files go too when another checkpoint won
     return cur
-
 
 # %% ../../nbs/memory/25_postgres.ipynb #7c27b9db
 @patch
@@ -486,34 +529,32 @@ def load_learner(self: PostgresBackend, version: str) -> tuple:
     return version, learner
 
 # %% ../../nbs/memory/25_postgres.ipynb #67135345
-_SELECT = ", ".join(COLUMNS)
-
 @patch
-def _where(self: PostgresBackend, kinds=None, entities=None, since=None, until=None, store=None) -> tuple:
-    "(SQL condition, parameters) for the namespace's active rows that pass the filters."
+def _where(self: PostgresBackend, flt: SearchFilter | None = None) -> tuple:
+    "(SQL condition, parameters) for the namespace's active rows that pass the filter `flt` (None: every active row)."
+    flt = SearchFilter() if flt is None else flt
+    if not isinstance(flt, SearchFilter): raise TypeError(f"flt: expected a SearchFilter, got {type(flt).__name__} (SearchFilter(**d) makes one)")
     sql, params = ["namespace = %s", "status = 'active'"], [self.namespace]
-    if kinds is not None:
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-        sql.append("kind = ANY(%s)"); params.append([check_kind(k, "kinds") for k in kinds])
-    if entities is not None:
-        sql.append("entity_keys && %s"); params.append([e.casefold() for e in check_entities(entities, "entities")])
-    if since is not None: sql.append("created >= %s"); params.append(to_epoch(since, "since"))
-    if until is not None: sql.append("created <= %s"); params.append(to_epoch(until, "until"))
-    if store is not None:
-        if store not in STORES: raise ValueError(f"store: expected one of {STORES}, got {store!r}")
-        sql.append("store = %s"); params.append(store)
+    if flt.kinds is not None: sql.append("kind = ANY(%s)"); params.append(list(flt.kinds))
+    if flt.entities is not None: sql.append("entity_keys && %s"); params.append([e.casefold() for e in flt.entities])
+    if flt.since is not None: sql.append("created >= %s"); params.append(flt.since)
+    if flt.until is not None: sql.append("created <= %s"); params.append(flt.until)
+    if flt.store is not None: sql.append("store = %s"); params.append(flt.store)
+    for k, v in (flt.metadata or {}).items():
+        sql.append("(metadata::jsonb -> %s::text) = %s::jsonb"); params += [k, json.dumps(v)]
     return " AND ".join(sql), params
 
+# %% ../../nbs/memory/25_postgres.ipynb #420069fb
 @patch
 def _nearest(self: PostgresBackend, q: np.ndarray, K: int, where: str, params: list) -> list:
-    "(seq, row in COLUMNS order) of the (approximately) K nearest rows by inner product that satisfy `where`."
+    "(seq, `MemoryRow`) of the (approximately) K nearest rows by inner product that satisfy `where`."
     sql = f"SELECT seq, {_SELECT} FROM {{s}}.memories WHERE {where} ORDER BY embedding <#> %s LIMIT %s"
-    if K <= self.ef_search: got = self._q(sql, (*params, q, int(K)), binary=True).fetchall()
+    if K <= self.ef_search: got = self._fetch(sql, (*params, q, int(K)))
     else:  # HNSW returns at most ef_search rows: widen it for this query only
         with self.db.transaction():
             self.db.execute(f"SET LOCAL hnsw.ef_search = {min(int(K), 1000)}")
-            got = self._q(sql, (*params, q, int(K)), binary=True).fetchall()
-    return [(r[0], (*r[1:14], r[14].to_numpy().astype(np.float32).tobytes())) for r in got]
+            got = self._fetch(sql, (*params, q, int(K)))
+    return [(r.seq, _stored_row(r)) for r in got]
 
 @patch
 def _window(self: PostgresBackend, found: list) -> _Index:
@@ -523,20 +564,21 @@ def _window(self: PostgresBackend, found: list) -> _Index:
     self.index.load([rows[s] for s in sorted(rows)])
     return self.index
 
+# %% ../../nbs/memory/25_postgres.ipynb #b89cba82
 @patch
 def _query(self: PostgresBackend, q) -> np.ndarray:
+    "`q` as one finite float32 embedding of the store's dimension; ValueError otherwise."
     q = np.asarray(q, np.float32)
     if q.shape != (self.dim,) or not np.isfinite(q).all():
         raise ValueError(f"query: expected one finite embedding of dimension {self.dim}, got shape {q.shape}")
     return q
 
 @patch
-def candidates(self: PostgresBackend, q: np.ndarray, K: int, balanced: bool = False, kinds=None, entities=None,
-               since=None, until=None, store=None) -> tuple:
-    "(rows of `self.index`, cosines) of the top-K active memories passing the filters; balanced: K/2 per store (EAR §5)."
+def candidates(self: PostgresBackend, q: np.ndarray, K: int, balanced: bool = False, flt: SearchFilter | None = None) -> tuple:
+    "(rows of `self.index`, cosines) of the top-K active memories passing the filter `flt`; balanced: K/2 per store (EAR §5)."
     q, K = self._query(q), check_positive_int(K, "K")
-    where, params = self._where(kinds, entities, since, until, store)
-    parts = [(f"{where} AND store = %s", params + [s]) for s in STORES] if balanced and store is None else [(where, params)]
+    where, params = self._where(flt)
+    parts = [(f"{where} AND store = %s", params + [s]) for s in STORES] if balanced and (flt is None or flt.store is None) else [(where, params)]
     ix = self._window([f for w, p in parts for f in self._nearest(q, K, w, p)])
     return ix.candidates(q, np.arange(ix.n), K, balanced)
 
@@ -549,28 +591,29 @@ def _estimated_matches(self: PostgresBackend, word: str) -> int:
 
 @patch
 def _lexical_rows(self: PostgresBackend, text: str, K: int, where: str, params: list) -> list:
-    "(seq, row, rank) of the K best full-text matches of the words of `text` within `lexical_budget` that satisfy `where`."
+    "(seq, `MemoryRow`, rank) of the K best full-text matches of the words of `text` within `lexical_budget` that satisfy `where`."
     size, cap = "SELECT count(*) FROM (SELECT 1 FROM {s}.memories WHERE namespace=%s LIMIT %s) m", self.lexical_budget + 1
     words = [w for w in lexical_words(text) if re.fullmatch(r"\w+", w)]
     if self._q(size, (self.namespace, cap)).fetchone()[0] == cap:  # a smaller namespace cannot rank more matches than the budget
         words = within_budget({w: self._estimated_matches(w) for w in words}, self.lexical_budget)
     if not words: return []
-    sql = (f"SELECT seq, {_SELECT}, ts_rank_cd(tsv, tq) AS r FROM {{s}}.memories, to_tsquery('english', %s) tq "
-           f"WHERE {where} AND tsv @@ tq ORDER BY r DESC, seq LIMIT %s")
-    got = self._q(sql, (" | ".join(words), *params, int(K)), binary=True).fetchall()
-    return [(r[0], (*r[1:14], r[14].to_numpy().astype(np.float32).tobytes()), float(r[15])) for r in got]
+    sql = (f"SELECT seq, {_SELECT}, ts_rank_cd(tsv, tq) AS lexical_rank FROM {{s}}.memories, to_tsquery('english', %s) tq "
+           f"WHERE {where} AND tsv @@ tq ORDER BY lexical_rank DESC, seq LIMIT %s")
+    return [(r.seq, _stored_row(r), float(r.lexical_rank)) for r in self._fetch(sql, (" | ".join(words), *params, int(K)))]
 
+# %% ../../nbs/memory/25_postgres.ipynb #a7ad6c0a
 @patch
-def hybrid_candidates(self: PostgresBackend, q: np.ndarray, text: str, K: int, w: float, balanced: bool = False, **filters) -> tuple:
-    "(rows of `self.index`, cosines, fused scores) of the K best of the dense and lexical top-K passing the filters."
+def hybrid_candidates(self: PostgresBackend, q: np.ndarray, text: str, K: int, w: float, balanced: bool = False,
+                      flt: SearchFilter | None = None) -> tuple:
+    "(rows of `self.index`, cosines, fused scores) of the K best of the dense and lexical top-K passing the filter `flt`."
     q, K = self._query(q), check_positive_int(K, "K")
-    where, params = self._where(**filters)
-    parts = [(f"{where} AND store = %s", params + [s]) for s in STORES] if balanced and filters.get("store") is None else [(where, params)]
+    where, params = self._where(flt)
+    parts = [(f"{where} AND store = %s", params + [s]) for s in STORES] if balanced and (flt is None or flt.store is None) else [(where, params)]
     dense = [f for wh, p in parts for f in self._nearest(q, K, wh, p)]
     lex = self._lexical_rows(text, K, where, params)
     ix = self._window(dense + [(s, r) for s, r, _ in lex])
-    score = {ix.pos[r[0]]: rank for _, r, rank in lex}
-    dense_rows = ix.candidates(q, np.array([ix.pos[r[0]] for _, r in dense], np.int64), K, balanced)[0] if dense else []
+    score = {ix.pos[r.id]: rank for _, r, rank in lex}
+    dense_rows = ix.candidates(q, np.array([ix.pos[r.id] for _, r in dense], np.int64), K, balanced)[0] if dense else []
     return fused_top(ix, q, [*dense_rows, *score], score, K, w, balanced)
 
 # %% ../../nbs/memory/25_postgres.ipynb #71a10cc5
@@ -579,6 +622,7 @@ DEDUPE_NEIGHBOURS = 10
 @patch
 def near_duplicates(self: PostgresBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = ()) -> tuple:
     "([(cosine, window row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item."
+    from psycopg.rows import namedtuple_row
     V = np.asarray(V, np.float32)
     if V.ndim != 2 or V.shape[1] != self.dim or len(V) != len(kinds):
         raise ValueError(f"V: expected ({len(kinds)}, {self.dim}) embeddings, one per kind, got shape {V.shape}")
@@ -587,10 +631,10 @@ def near_duplicates(self: PostgresBackend, kinds: list, V: np.ndarray, thr: floa
     found, cursors = [], []
     with self.db.pipeline():
         for kind, v in zip(kinds, V):
-            cur = self.db.cursor(binary=True); cursors.append(cur)
+            cur = self.db.cursor(binary=True, row_factory=namedtuple_row); cursors.append(cur)
             cur.execute(sql, (self.namespace, kind, list(exclude), v, DEDUPE_NEIGHBOURS))
     for cur in cursors:
-        found += [(r[0], (*r[1:14], r[14].to_numpy().astype(np.float32).tobytes())) for r in cur.fetchall()]
+        found += [(r.seq, _stored_row(r)) for r in cur.fetchall()]
         cur.close()
     return self._window(found).near_duplicates(list(kinds), V, thr)
 

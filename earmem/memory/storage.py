@@ -4,20 +4,162 @@
 
 # %% ../../nbs/memory/20_storage.ipynb #5f2d0f6c
 from __future__ import annotations
-import atexit, errno, importlib, json, os, re, shutil, sqlite3, threading, time, weakref
+import atexit, errno, importlib, inspect, json, os, re, shutil, sqlite3, threading, time, weakref
+from collections import namedtuple
 from contextlib import contextmanager
 from pathlib import Path
+from typing import ContextManager, Protocol, runtime_checkable
+from urllib.parse import unquote_plus
 from fastcore.basics import patch
 from ..core import atomic_write_json
 import numpy as np
-from .vectors import COLUMNS, _COLUMNS, _Index, fused_top, lexical_words, LEXICAL_BUDGET, within_budget
+from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, LEXICAL_BUDGET, within_budget
 
 # %% auto #0
-__all__ = ['SCHEMA', 'FTS_SCHEMA', 'STORE_FORMAT', 'STORE_VERSION', 'SCHEMA_VERSION', 'MANIFEST_NAME', 'DB_NAME', 'LEARNER_DIR',
-           'WRITER_FILE', 'RECORD_COLUMNS', 'KEEP_CHECKPOINTS', 'CHECKPOINT_GRACE', 'BACKENDS', 'BACKEND_MODULES',
-           'check_manifest', 'read_manifest', 'check_namespace', 'fsync_tree', 'close_at_exit', 'create_store_folder',
-           'SQLiteBackend', 'name_fault', 'learner_seq', 'check_finite_learner', 'url_scheme', 'redact_url',
-           'backend_opener']
+__all__ = ['SCHEMA', 'STORE_FORMAT', 'STORE_VERSION', 'SCHEMA_VERSION', 'MANIFEST_NAME', 'DB_NAME', 'LEARNER_DIR', 'FTS_SCHEMA',
+           'WRITER_FILE', 'RECORD_COLUMNS', 'AUDIT_COLUMNS', 'FEEDBACK_COLUMNS', 'RecordRow', 'AuditEntry',
+           'FeedbackEntry', 'ReplayRow', 'KEEP_CHECKPOINTS', 'CHECKPOINT_GRACE', 'BACKENDS', 'BACKEND_MODULES',
+           'BackendState', 'BackendWrites', 'BackendReads', 'BackendSearch', 'BackendLearning', 'BackendMigration',
+           'StorageBackend', 'protocol_members', 'contract_problems', 'check_manifest', 'read_manifest',
+           'check_namespace', 'fsync_tree', 'close_at_exit', 'create_store_folder', 'SQLiteBackend', 'name_fault',
+           'learner_seq', 'check_finite_learner', 'url_scheme', 'redact_url', 'backend_opener']
+
+# %% ../../nbs/memory/20_storage.ipynb #02bfbaa4
+class BackendState(Protocol):
+    "What a backend holds, and how it follows other processes' commits."
+    index: _Index  # the rows the last search or dedupe answered with (SQLite: every row); hits are read from here
+    db: object     # the open connection; None once the backend is closed
+    learner: str   # the current learner checkpoint's version ('' for none), as of the last refresh
+
+    def close(self) -> None:
+        "Close the connection (`db` becomes None); closing twice is no error."
+    def refresh(self) -> str:
+        "Catch up with every commit (this process's and others') since the last refresh; returns the learner pointer."
+    def changed(self) -> bool:
+        "Whether anyone committed since the last `refresh` (cheap: the store asks before every read)."
+
+# %% ../../nbs/memory/20_storage.ipynb #08a1d827
+class BackendWrites(Protocol):
+    "The write side: one transaction per write, every changed row stamped with its revision."
+    def write(self) -> ContextManager[int]:
+        "A transaction holding the write lock, caught up first; yields the new revision. An exception rolls it all back; read-only: PermissionError; lock held too long: TimeoutError."
+    def new_ids(self, count: int, taken: set) -> list:
+        "`count` fresh ids m<N> (inside `write`), never one in use or in `taken`; the counter only grows."
+    def insert(self, rows: list, rev: int, revived: set = frozenset()) -> None:
+        "Add new memories (`MemoryRow`s) at revision `rev`; an id already stored fails the write; `revived` ids were deleted before."
+    def update_many(self, columns: tuple, rows: list, rev: int) -> None:
+        "Set `columns` of stored memories from (id, values) pairs at revision `rev`; a missing id changes nothing."
+    def touch(self, ids: list, now: float, rev: int) -> None:
+        "Move the last-access time of `ids` forward to `now` (never backwards)."
+    def erase(self, mid: str, rev: int) -> bool:
+        "Delete memory `mid` and blank the text of its earlier audit entries; False when there is no such memory."
+    def audit_many(self, rows: list) -> None:
+        "Append audit entries (at, memory id, action, detail dict)."
+
+# %% ../../nbs/memory/20_storage.ipynb #7e2c1a40
+class BackendReads(Protocol):
+    "Single rows, ids, the audit trail, counts and the store's identity, as of the last refresh."
+    def row(self, mid: str) -> RecordRow | None:
+        "The stored fields of memory `mid` (any status) as a `RecordRow`; None when there is no such memory."
+    def ids(self, include_retracted: bool = False) -> list:
+        "Ids in insertion order: active ones, or every stored one."
+    def has(self, mid: str) -> bool:
+        "Whether memory `mid` is stored, whatever its status."
+    def active_count(self) -> int:
+        "How many active memories there are."
+    def history(self, ids) -> list:
+        "`AuditEntry`s of one id or several, oldest first (an erased memory's entries say only that it was erased)."
+    def counts(self) -> dict:
+        "Active memories by kind and by store, retracted and superseded ones, feedback events."
+    def check(self) -> int:
+        "The backend's own integrity checks; the number of stored rows, or ValueError naming what is wrong."
+    def size_bytes(self) -> int:
+        "Bytes the store takes where it lives."
+    def load_manifest(self) -> dict | None:
+        "The store's manifest (format, encoder id, dimension, config)."
+    def save_manifest(self, manifest: dict):
+        "Replace the manifest atomically."
+
+# %% ../../nbs/memory/20_storage.ipynb #2d4a27d7
+class BackendSearch(Protocol):
+    "Candidates and near-duplicates, answered as rows of `index` (chapter 19's arrays)."
+    def candidates(self, q: np.ndarray, K: int, balanced: bool = False, flt: SearchFilter | None = None) -> tuple:
+        "(rows of `index`, cosines) of the top-K active memories passing `flt`, best first; balanced: K/2 per store (EAR §5)."
+    def hybrid_candidates(self, q: np.ndarray, text: str, K: int, w: float, balanced: bool = False,
+                          flt: SearchFilter | None = None) -> tuple:
+        "(rows of `index`, cosines, fused scores) of the K best of the dense and the lexical top-K passing `flt` (chapter 19's fusion)."
+    def near_duplicates(self, kinds: list, V: np.ndarray, thr: float, exclude: tuple = ()) -> tuple:
+        "([(cosine, row of `index`)] of active same-kind memories at cosine ≥ `thr`, [(cosine, batch position)] of earlier items) per item."
+    def dedupe_fields(self, r: int) -> dict:
+        "The fields of row `r` of `index` that the dedupe rule reads and merges."
+
+# %% ../../nbs/memory/20_storage.ipynb #d498301f
+class BackendLearning(Protocol):
+    "The feedback log (append-only, the truth) and learner checkpoints (a cache of it)."
+    def log_feedback(self, at: float, query: str, slate: list, labels: list, learner: str,
+                     candidates: dict | None = None, vectors: bytes | None = None) -> int:
+        "Append one feedback event (inside `write`); returns its seq, larger than every earlier one."
+    def feedback_rows(self, after: int = 0) -> list:
+        "`ReplayRow`s of the feedback events after seq `after`, in order."
+    def last_feedback(self) -> int:
+        "The seq of the newest feedback event (0 when there is none)."
+    def save_learner(self, learner, seq: int, force: bool = False) -> str:
+        "Checkpoint `learner` (it includes the log up to `seq`) and point at it unless one as far along is current; returns the current version."
+    def load_learner(self, version: str) -> tuple:
+        "(version, EAR) of checkpoint `version`, following the pointer when a writer replaced it meanwhile; ValueError when it is lost."
+    def point_learner(self, version: str, force: bool = False) -> str:
+        "Make checkpoint `version` current (without `force`, only further along the log); returns the current one."
+    def prune_checkpoints(self) -> int:
+        "Remove checkpoints no reader can still need; returns how many went (0 when read-only)."
+
+class BackendMigration(Protocol):
+    "Everything a store holds, in the order it was written (what `earmem memory migrate` copies)."
+    def dump_rows(self) -> list:
+        "Every memory as a `MemoryRow`, any status, oldest first."
+    def dump_audit(self) -> list:
+        "Every `AuditEntry`, oldest first."
+    def dump_feedback(self) -> list:
+        "Every `FeedbackEntry` with what a replay needs, oldest first."
+
+# %% ../../nbs/memory/20_storage.ipynb #af8ed185
+@runtime_checkable
+class StorageBackend(BackendState, BackendWrites, BackendReads, BackendSearch, BackendLearning, BackendMigration, Protocol):
+    "Everything `MemoryStore` and its learner ask of a storage backend: chapter 20's SQLite, chapter 25's PostgreSQL, or yours."
+
+def protocol_members(proto=StorageBackend) -> dict:
+    "name → `inspect.Signature` of each method of `proto` (and of the protocols it extends), None for a data attribute."
+    out = {}
+    for part in [c for c in proto.__mro__ if c is not Protocol and vars(c).get("_is_protocol")]:
+        for k in vars(part).get("__annotations__", {}): out.setdefault(k, None)
+        for k, v in vars(part).items():
+            if callable(v) and not k.startswith("_"): out.setdefault(k, inspect.signature(v))
+    return out
+
+# %% ../../nbs/memory/20_storage.ipynb #3eeebba0
+def _signature_gap(want: inspect.Signature, got: inspect.Signature) -> str | None:
+    "Why `got` cannot stand in for `want` (a parameter missing, moved, without the default, or an extra one without a default), or None."
+    have = list(got.parameters.values())
+    for i, p in enumerate(want.parameters.values()):
+        q = got.parameters.get(p.name)
+        if q is None: return f"has no parameter {p.name!r}"
+        if i < len(have) and have[i].name != p.name and p.kind is not p.KEYWORD_ONLY: return f"parameter {p.name!r} is not in place {i}"
+        if p.default is not p.empty and (q.default is q.empty or q.default != p.default):
+            return f"parameter {p.name!r} must default to {p.default!r}"
+    extra = [q for q in have if q.name not in want.parameters and q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD) and q.default is q.empty]
+    return f"extra parameter {extra[0].name!r} has no default" if extra else None
+
+def contract_problems(backend, proto=StorageBackend) -> list:
+    "What `backend` (an instance; a class is checked for its methods only) lacks of `proto`, one sentence each; [] when it keeps it."
+    cls, out = backend if isinstance(backend, type) else type(backend), []
+    for name, want in protocol_members(proto).items():
+        if want is None:
+            if not isinstance(backend, type) and not hasattr(backend, name): out.append(f"{name}: missing attribute")
+            continue
+        got = getattr(cls, name, None)
+        if not callable(got): out.append(f"{name}: missing method"); continue
+        gap = _signature_gap(want, inspect.signature(got))
+        if gap: out.append(f"{name}{inspect.signature(got)}: {gap} (the protocol has {name}{want})")
+    return out
 
 # %% ../../nbs/memory/20_storage.ipynb #897618c4
 SCHEMA = """
@@ -47,6 +189,10 @@ CREATE TABLE IF NOT EXISTS tombstones (id TEXT PRIMARY KEY, rev INTEGER NOT NULL
 CREATE TABLE IF NOT EXISTS feedback (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, query TEXT NOT NULL,
     slate TEXT NOT NULL, labels TEXT NOT NULL, learner TEXT NOT NULL, candidates TEXT, vectors BLOB);
 """
+STORE_FORMAT, STORE_VERSION, SCHEMA_VERSION = "earmem.memory.store-store", 1, 1
+MANIFEST_NAME, DB_NAME, LEARNER_DIR = "earmem-store.json", "memories.sqlite", "learner"
+
+# %% ../../nbs/memory/20_storage.ipynb #f8c376b3
 FTS_SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(text, content='memories', content_rowid='seq', tokenize='porter unicode61');
 CREATE TRIGGER IF NOT EXISTS memories_fts_ai AFTER INSERT ON memories BEGIN
@@ -57,9 +203,6 @@ CREATE TRIGGER IF NOT EXISTS memories_fts_au AFTER UPDATE OF text ON memories BE
     INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.seq, old.text);
     INSERT INTO memories_fts(rowid, text) VALUES (new.seq, new.text); END;
 """  # the full-text index of the memories' text, kept in step by triggers (hybrid search)
-STORE_FORMAT, STORE_VERSION, SCHEMA_VERSION = "earmem.memory.store-store", 1, 1
-MANIFEST_NAME, DB_NAME, LEARNER_DIR = "earmem-store.json", "memories.sqlite", "learner"
-
 
 # %% ../../nbs/memory/20_storage.ipynb #95fc01a8
 def check_manifest(m, where: str) -> dict:
@@ -80,6 +223,7 @@ def read_manifest(path: Path) -> dict:
         raise ValueError(f"path: {path} is corrupted ({e}); refusing to open the store (nothing was changed)") from None
     return check_manifest(m, str(path))
 
+# %% ../../nbs/memory/20_storage.ipynb #a93933e3
 def check_namespace(name) -> str:
     "A namespace (user / tenant of a URL store): a non-empty string of at most 200 characters."
     if not isinstance(name, str) or not name or len(name) > 200:
@@ -154,38 +298,11 @@ class SQLiteBackend:
         except BaseException:
             self.close(); raise
 
-    def _connect(self, db_path: Path):
-        target, uri = (f"file:{db_path}?mode=ro&immutable=1", True) if self.immutable else (db_path, False)
-        self.db = sqlite3.connect(target, timeout=self.lock_timeout, isolation_level=None, check_same_thread=False, uri=uri)
-        self.db.execute(f"PRAGMA busy_timeout={int(self.lock_timeout * 1000)}")
-        schema = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if schema is None or int(schema[0]) != SCHEMA_VERSION:
-            raise ValueError(f"path: {db_path} has schema version {schema and schema[0]!r}, expected {SCHEMA_VERSION}")
-        if not self.readonly: self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self._replayable = "vectors" in [r[1] for r in self.db.execute("PRAGMA table_info(feedback)")]
-        if not self._replayable and not self.readonly:  # a store from before the log could be replayed: add the columns
-            self.db.executescript("BEGIN IMMEDIATE; ALTER TABLE feedback ADD COLUMN candidates TEXT; "
-                                  "ALTER TABLE feedback ADD COLUMN vectors BLOB; COMMIT;")
-            self._replayable = True
-        self._lexical = self._ensure_fts()
-        self.refresh()
-
     def close(self):
         if self.db is not None: self.db.close(); self.db = None
 
     def _meta(self, key: str) -> str: return self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()[0]
     def _set_meta(self, key: str, value): self.db.execute("UPDATE meta SET value=? WHERE key=?", (str(value), key))
-
-# %% ../../nbs/memory/20_storage.ipynb #17d7d1a0
-@patch
-def _ensure_fts(self: SQLiteBackend) -> bool:
-    "Whether the full-text index exists, creating and filling it for an older store when this backend may write."
-    if self.db.execute("SELECT 1 FROM sqlite_master WHERE name='memories_fts'").fetchone(): return True
-    if self.readonly: return False
-    self.db.executescript(f"BEGIN IMMEDIATE; {FTS_SCHEMA} INSERT INTO memories_fts(memories_fts) VALUES ('rebuild'); COMMIT;")
-    return True
-
 
 # %% ../../nbs/memory/20_storage.ipynb #628383b0
 @patch
@@ -218,6 +335,34 @@ def refresh(self: SQLiteBackend) -> str:
 def changed(self: SQLiteBackend) -> bool:
     "True when another connection committed since the last `refresh`."
     return self.db.execute("PRAGMA data_version").fetchone()[0] != self._data_version
+
+# %% ../../nbs/memory/20_storage.ipynb #17d7d1a0
+@patch
+def _connect(self: SQLiteBackend, db_path: Path):
+    "Open the database (immutable: a read-only file system), check the schema version, upgrade an older store, load the mirror."
+    target, uri = (f"file:{db_path}?mode=ro&immutable=1", True) if self.immutable else (db_path, False)
+    self.db = sqlite3.connect(target, timeout=self.lock_timeout, isolation_level=None, check_same_thread=False, uri=uri)
+    self.db.execute(f"PRAGMA busy_timeout={int(self.lock_timeout * 1000)}")
+    schema = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    if schema is None or int(schema[0]) != SCHEMA_VERSION:
+        raise ValueError(f"path: {db_path} has schema version {schema and schema[0]!r}, expected {SCHEMA_VERSION}")
+    if not self.readonly: self.db.execute("PRAGMA journal_mode=WAL")
+    self.db.execute("PRAGMA synchronous=NORMAL")
+    self._replayable = "vectors" in [r[1] for r in self.db.execute("PRAGMA table_info(feedback)")]
+    if not self._replayable and not self.readonly:  # a store from before the log could be replayed: add the columns
+        self.db.executescript("BEGIN IMMEDIATE; ALTER TABLE feedback ADD COLUMN candidates TEXT; "
+                              "ALTER TABLE feedback ADD COLUMN vectors BLOB; COMMIT;")
+        self._replayable = True
+    self._lexical = self._ensure_fts()
+    self.refresh()
+
+@patch
+def _ensure_fts(self: SQLiteBackend) -> bool:
+    "Whether the full-text index exists, creating and filling it for an older store when this backend may write."
+    if self.db.execute("SELECT 1 FROM sqlite_master WHERE name='memories_fts'").fetchone(): return True
+    if self.readonly: return False
+    self.db.executescript(f"BEGIN IMMEDIATE; {FTS_SCHEMA} INSERT INTO memories_fts(memories_fts) VALUES ('rebuild'); COMMIT;")
+    return True
 
 # %% ../../nbs/memory/20_storage.ipynb #979d3bf8
 def _pid_alive(pid: int) -> bool:
@@ -252,6 +397,7 @@ def name_fault(e: BaseException, path: Path, timeout: float = 0) -> BaseExceptio
                             f"gave up after {timeout:g} s")
     return None
 
+# %% ../../nbs/memory/20_storage.ipynb #64698269
 @patch
 @contextmanager
 def write(self: SQLiteBackend):
@@ -272,6 +418,7 @@ def write(self: SQLiteBackend):
         raise named from e
     self.refresh()
 
+# %% ../../nbs/memory/20_storage.ipynb #5039d18d
 @patch
 def new_ids(self: SQLiteBackend, count: int, taken: set) -> list:
     "`count` fresh ids m<N> (inside `write`), skipping ids in use."
@@ -285,7 +432,7 @@ def new_ids(self: SQLiteBackend, count: int, taken: set) -> list:
 # %% ../../nbs/memory/20_storage.ipynb #dfb3b861
 @patch
 def insert(self: SQLiteBackend, rows: list, rev: int, revived: set = frozenset()):
-    "Insert new memories (tuples in `COLUMNS` order); `revived`: explicit ids whose tombstones go (deleted before)."
+    "Insert new memories (`MemoryRow`s, or tuples in `COLUMNS` order); `revived`: explicit ids whose tombstones go (deleted before)."
     if revived: self.db.executemany("DELETE FROM tombstones WHERE id=?", [(i,) for i in revived])
     self.db.executemany(f"INSERT INTO memories ({_COLUMNS}, rev) VALUES ({', '.join('?' * (len(COLUMNS) + 1))})",
                         [(*r, rev) for r in rows])
@@ -296,6 +443,7 @@ def update_many(self: SQLiteBackend, columns: tuple, rows: list, rev: int):
     sets = ", ".join(f"{c}=?" for c in columns)
     self.db.executemany(f"UPDATE memories SET {sets}, rev=? WHERE id=?", [(*vals, rev, mid) for mid, vals in rows])
 
+# %% ../../nbs/memory/20_storage.ipynb #ff200f70
 @patch
 def touch(self: SQLiteBackend, ids: list, now: float, rev: int):
     "Move the last-access time of memories `ids` forward to `now`."
@@ -318,11 +466,19 @@ def audit_many(self: SQLiteBackend, rows: list):
 
 # %% ../../nbs/memory/20_storage.ipynb #48ea803f
 RECORD_COLUMNS = "id, text, kind, store, entities, importance, confidence, count, created, accessed, source, status, metadata"
+AUDIT_COLUMNS = "at, memory_id, action, detail"
+FEEDBACK_COLUMNS = "seq, at, query, slate, labels, learner, candidates, vectors"
+RecordRow = namedtuple("RecordRow", RECORD_COLUMNS.split(", "))         # a memory as `row(mid)` returns it (no embedding)
+AuditEntry = namedtuple("AuditEntry", AUDIT_COLUMNS.split(", "))        # detail as a dict
+FeedbackEntry = namedtuple("FeedbackEntry", FEEDBACK_COLUMNS.split(", "))  # slate, labels, candidates parsed; vectors as bytes
+ReplayRow = namedtuple("ReplayRow", "seq query labels candidates vectors")  # what a replay reads of a feedback event
 
+# %% ../../nbs/memory/20_storage.ipynb #5b8e7371
 @patch
-def row(self: SQLiteBackend, mid: str):
-    "The stored fields of memory `mid` in `RECORD_COLUMNS` order, or None."
-    return self.db.execute(f"SELECT {RECORD_COLUMNS} FROM memories WHERE id=?", (mid,)).fetchone()
+def row(self: SQLiteBackend, mid: str) -> RecordRow | None:
+    "The stored fields of memory `mid` as a `RecordRow`, or None."
+    r = self.db.execute(f"SELECT {RECORD_COLUMNS} FROM memories WHERE id=?", (mid,)).fetchone()
+    return None if r is None else RecordRow(*r)
 
 @patch
 def ids(self: SQLiteBackend, include_retracted: bool = False) -> list:
@@ -332,12 +488,12 @@ def ids(self: SQLiteBackend, include_retracted: bool = False) -> list:
 
 @patch
 def history(self: SQLiteBackend, ids) -> list:
-    "(at, memory id, action, detail dict) of the audit entries of memory `ids` (one id or several), oldest first."
+    "`AuditEntry`s of memory `ids` (one id or several), oldest first."
     ids = [ids] if isinstance(ids, str) else list(ids)
-    rows = self.db.execute(f"SELECT at, memory_id, action, detail FROM audit WHERE memory_id IN ({', '.join('?' * len(ids))}) "
-                           "ORDER BY seq", ids).fetchall()
-    return [(at, mid, act, json.loads(d)) for at, mid, act, d in rows]
+    rows = self.db.execute(f"SELECT {AUDIT_COLUMNS} FROM audit WHERE memory_id IN ({', '.join('?' * len(ids))}) ORDER BY seq", ids).fetchall()
+    return [AuditEntry(at, mid, act, json.loads(d)) for at, mid, act, d in rows]
 
+# %% ../../nbs/memory/20_storage.ipynb #6e2da37f
 @patch
 def log_feedback(self: SQLiteBackend, at: float, query: str, slate: list, labels: list, learner: str,
                  candidates: dict | None = None, vectors: bytes | None = None) -> int:
@@ -349,16 +505,17 @@ def log_feedback(self: SQLiteBackend, at: float, query: str, slate: list, labels
 
 @patch
 def feedback_rows(self: SQLiteBackend, after: int = 0) -> list:
-    "(seq, query, labels, candidates dict or None, vectors or None) of the feedback rows after `after`, in order."
+    "`ReplayRow`s (seq, query, labels, candidates dict or None, vectors or None) of the feedback events after `after`, in order."
     cols = "candidates, vectors" if self._replayable else "NULL, NULL"
     rows = self.db.execute(f"SELECT seq, query, labels, {cols} FROM feedback WHERE seq > ? ORDER BY seq", (after,)).fetchall()
-    return [(seq, q, json.loads(lab), json.loads(c) if c else None, v) for seq, q, lab, c, v in rows]
+    return [ReplayRow(seq, q, json.loads(lab), json.loads(c) if c else None, v) for seq, q, lab, c, v in rows]
 
 @patch
 def last_feedback(self: SQLiteBackend) -> int:
     "The seq of the newest feedback row (0 when there is none)."
     return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM feedback").fetchone()[0])
 
+# %% ../../nbs/memory/20_storage.ipynb #a72bf45d
 @patch
 def counts(self: SQLiteBackend) -> dict:
     "Active memories by kind and by store, retracted memories, feedback events."
@@ -393,6 +550,33 @@ def check_finite_learner(learner, where: str):
         raise ValueError(f"learner: {where} has non-finite weights (NaN or inf); refusing it. "
                          "Rebuild the learner from the feedback log with MemoryStore.repair()")
 
+# %% ../../nbs/memory/20_storage.ipynb #208981bc
+def _age(entry: Path, now: float) -> float:
+    "Seconds since `entry` changed (0 when another process removed it meanwhile)."
+    try: return now - entry.stat().st_mtime
+    except FileNotFoundError: return 0.0
+
+def _removable(entry: Path, current: str, keep: set, now: float) -> bool:
+    "True for a checkpoint folder or temporary entry that no reader can still need (other processes prune too)."
+    if entry.name == current or entry.name in keep: return False
+    m = _CHECKPOINT.match(entry.name)
+    if m and int(m.group(1)) >= learner_seq(current) and entry.name > current:  # newer than the pointer: a save in flight?
+        return not _pid_alive(int(m.group(2)))
+    if entry.name.startswith("."): return (m is not None and not _pid_alive(int(m.group(2)))) or _age(entry, now) > 3600
+    return _age(entry, now) > CHECKPOINT_GRACE
+
+# %% ../../nbs/memory/20_storage.ipynb #3ced9714
+@patch
+def prune_checkpoints(self: SQLiteBackend) -> int:
+    "Remove old checkpoints and leftovers (see above); returns how many entries went."
+    root = self.path / LEARNER_DIR
+    if self.readonly or not root.is_dir(): return 0
+    current, now = self._meta("learner"), time.time()
+    names = sorted((p.name for p in root.iterdir() if _CHECKPOINT.match(p.name) and not p.name.startswith(".") and p.name <= current), reverse=True)
+    gone = [p for p in root.iterdir() if _removable(p, current, set(names[:KEEP_CHECKPOINTS]), now)]
+    for p in gone: shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+    return len(gone)
+
 # %% ../../nbs/memory/20_storage.ipynb #ebb909c9
 @patch
 def point_learner(self: SQLiteBackend, version: str, force: bool = False) -> str:
@@ -422,32 +606,7 @@ def save_learner(self: SQLiteBackend, learner, seq: int, force: bool = False) ->
     self.prune_checkpoints()
     return cur
 
-# %% ../../nbs/memory/20_storage.ipynb #208981bc
-def _age(entry: Path, now: float) -> float:
-    "Seconds since `entry` changed (0 when another process removed it meanwhile)."
-    try: return now - entry.stat().st_mtime
-    except FileNotFoundError: return 0.0
-
-def _removable(entry: Path, current: str, keep: set, now: float) -> bool:
-    "True for a checkpoint folder or temporary entry that no reader can still need (other processes prune too)."
-    if entry.name == current or entry.name in keep: return False
-    m = _CHECKPOINT.match(entry.name)
-    if m and int(m.group(1)) >= learner_seq(current) and entry.name > current:  # newer than the pointer: a save in flight?
-        return not _pid_alive(int(m.group(2)))
-    if entry.name.startswith("."): return (m is not None and not _pid_alive(int(m.group(2)))) or _age(entry, now) > 3600
-    return _age(entry, now) > CHECKPOINT_GRACE
-
-@patch
-def prune_checkpoints(self: SQLiteBackend) -> int:
-    "Remove old checkpoints and leftovers (see above); returns how many entries went."
-    root = self.path / LEARNER_DIR
-    if self.readonly or not root.is_dir(): return 0
-    current, now = self._meta("learner"), time.time()
-    names = sorted((p.name for p in root.iterdir() if _CHECKPOINT.match(p.name) and not p.name.startswith(".") and p.name <= current), reverse=True)
-    gone = [p for p in root.iterdir() if _removable(p, current, set(names[:KEEP_CHECKPOINTS]), now)]
-    for p in gone: shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
-    return len(gone)
-
+# %% ../../nbs/memory/20_storage.ipynb #834b80d5
 @patch
 def load_learner(self: SQLiteBackend, version: str) -> tuple:
     "(version, EAR) of checkpoint `version`, following the pointer when a writer replaced that checkpoint meanwhile."
@@ -466,10 +625,9 @@ def load_learner(self: SQLiteBackend, version: str) -> tuple:
 
 # %% ../../nbs/memory/20_storage.ipynb #542a11f0
 @patch
-def candidates(self: SQLiteBackend, q: np.ndarray, K: int, balanced: bool = False, kinds=None, entities=None,
-               since=None, until=None, store=None) -> tuple:
-    "(rows of `self.index`, cosines) of the top-K active memories passing the filters; balanced: K/2 per store (EAR §5)."
-    allowed = np.flatnonzero(self.index.mask(kinds, entities, since, until, store))
+def candidates(self: SQLiteBackend, q: np.ndarray, K: int, balanced: bool = False, flt: SearchFilter | None = None) -> tuple:
+    "(rows of `self.index`, cosines) of the top-K active memories passing the filter `flt`; balanced: K/2 per store (EAR §5)."
+    allowed = np.flatnonzero(self.index.mask(flt))
     return self.index.candidates(np.asarray(q, np.float32), allowed, K, balanced)
 
 @patch
@@ -482,6 +640,7 @@ def dedupe_fields(self: SQLiteBackend, r: int) -> dict:
     "The fields of index row `r` that the dedupe rule reads and merges (`earmem.memory.updates.plan_dedupe`)."
     return self.index.dedupe_fields(r)
 
+# %% ../../nbs/memory/20_storage.ipynb #fc972f16
 @patch
 def has(self: SQLiteBackend, mid: str) -> bool:
     "Whether memory `mid` is stored (active, superseded or retracted)."
@@ -492,6 +651,7 @@ def active_count(self: SQLiteBackend) -> int:
     "How many active memories the store holds."
     return int(self.index.active[:self.index.n].sum())
 
+# %% ../../nbs/memory/20_storage.ipynb #7d3e1383
 @patch
 def load_manifest(self: SQLiteBackend) -> dict:
     "The folder's manifest (`earmem-store.json`)."
@@ -506,7 +666,6 @@ def save_manifest(self: SQLiteBackend, manifest: dict):
 def size_bytes(self: SQLiteBackend) -> int:
     "Bytes the store folder takes on disk."
     return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
-
 
 # %% ../../nbs/memory/20_storage.ipynb #cb808d9e
 @patch
@@ -525,11 +684,13 @@ def lexical(self: SQLiteBackend, text: str, n: int) -> list:
                                [s for s, _ in top]).fetchall())
     return [(ids[s], score) for s, score in top if s in ids]
 
+# %% ../../nbs/memory/20_storage.ipynb #da42205e
 @patch
-def hybrid_candidates(self: SQLiteBackend, q: np.ndarray, text: str, K: int, w: float, balanced: bool = False, **filters) -> tuple:
-    "(rows of `self.index`, cosines, fused scores) of the K best of the dense and lexical top-K passing the filters."
+def hybrid_candidates(self: SQLiteBackend, q: np.ndarray, text: str, K: int, w: float, balanced: bool = False,
+                      flt: SearchFilter | None = None) -> tuple:
+    "(rows of `self.index`, cosines, fused scores) of the K best of the dense and lexical top-K passing the filter `flt`."
     ix = self.index
-    allowed = ix.mask(**filters)
+    allowed = ix.mask(flt)
     dense, _ = ix.candidates(np.asarray(q, np.float32), np.flatnonzero(allowed), K, balanced)
     lex = self._allowed_lexical(text, K, allowed)
     return fused_top(ix, q, [*dense, *lex], lex, K, w, balanced)
@@ -547,20 +708,20 @@ def _allowed_lexical(self: SQLiteBackend, text: str, K: int, allowed: np.ndarray
 # %% ../../nbs/memory/20_storage.ipynb #09bc1339
 @patch
 def dump_rows(self: SQLiteBackend) -> list:
-    "Every memory row (any status) in `COLUMNS` order, oldest first."
-    return self.db.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY seq").fetchall()
+    "Every memory row (any status) as a `MemoryRow`, oldest first."
+    return [MemoryRow(*r) for r in self.db.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY seq")]
 
 @patch
 def dump_audit(self: SQLiteBackend) -> list:
-    "Every audit entry (at, memory id, action, detail dict), oldest first."
-    return [(at, m, a, json.loads(d)) for at, m, a, d in self.db.execute("SELECT at, memory_id, action, detail FROM audit ORDER BY seq")]
+    "Every `AuditEntry`, oldest first."
+    return [AuditEntry(at, m, a, json.loads(d)) for at, m, a, d in self.db.execute(f"SELECT {AUDIT_COLUMNS} FROM audit ORDER BY seq")]
 
 @patch
 def dump_feedback(self: SQLiteBackend) -> list:
-    "Every feedback row (seq, at, query, slate, labels, learner, candidates dict or None, vectors or None), oldest first."
-    cols = "candidates, vectors" if self._replayable else "NULL, NULL"
-    rows = self.db.execute(f"SELECT seq, at, query, slate, labels, learner, {cols} FROM feedback ORDER BY seq").fetchall()
-    return [(s, at, q, json.loads(sl), json.loads(lab), ln, json.loads(c) if c else None, v) for s, at, q, sl, lab, ln, c, v in rows]
+    "Every `FeedbackEntry` (candidates dict or None, vectors or None), oldest first."
+    cols = FEEDBACK_COLUMNS if self._replayable else FEEDBACK_COLUMNS.replace("candidates, vectors", "NULL, NULL")
+    rows = self.db.execute(f"SELECT {cols} FROM feedback ORDER BY seq").fetchall()
+    return [FeedbackEntry(s, at, q, json.loads(sl), json.loads(lab), ln, json.loads(c) if c else None, v) for s, at, q, sl, lab, ln, c, v in rows]
 
 # %% ../../nbs/memory/20_storage.ipynb #64922675
 BACKENDS = {}  # URL scheme -> opener(url, namespace, readonly, create, lock_timeout, new_manifest) -> (backend, manifest)
@@ -572,10 +733,37 @@ def url_scheme(path) -> str | None:
     m = _SCHEME.match(path) if isinstance(path, str) else None
     return m.group(1).lower() if m else None
 
-def redact_url(url: str) -> str:
-    "The connection URL without its password."
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+# %% ../../nbs/memory/20_storage.ipynb #e8fdcc1b
+def _authority_end(rest: str) -> int:
+    "Where the authority of a URL ends (`rest` follows '://'): at the first / after the last @ before the query."
+    query = min([i for i in (rest.find("?"), rest.find("#")) if i >= 0] or [len(rest)])
+    slash = rest.find("/", rest.rfind("@", 0, query) + 1, query)
+    return query if slash < 0 else slash
 
+def _redact_query(query: str) -> str:
+    "A URL query with the value of every `password` parameter (any case, percent-escaped or not) replaced by ***."
+    def one(pair):
+        key, eq, _ = pair.partition("=")
+        return f"{key}=***" if eq and unquote_plus(key).strip().lower() == "password" else pair
+    return "&".join(one(p) for p in query.split("&"))
+
+# %% ../../nbs/memory/20_storage.ipynb #d0f9957c
+_KV_PASSWORD = re.compile(r"(?i)(?<![\w.])(password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)")  # libpq key=value: password=x or '…'
+
+def redact_url(url: str) -> str:
+    "The connection URL (or libpq key=value string) without its password: user:***@host, password=*** in the query."
+    if not isinstance(url, str): return url
+    if url_scheme(url) is None: return _KV_PASSWORD.sub(r"\1***", url)
+    scheme, rest = url.split("://", 1)
+    authority, tail = rest[:_authority_end(rest)], rest[_authority_end(rest):]
+    if "@" in authority:
+        info, hosts = authority.rsplit("@", 1)
+        if ":" in info: authority = f"{info.split(':', 1)[0]}:***@{hosts}"
+    path, qmark, query = tail.partition("?")
+    query, hash_, fragment = query.partition("#")
+    return f"{scheme}://{authority}{path}{qmark}{_redact_query(query)}{hash_}{fragment}"
+
+# %% ../../nbs/memory/20_storage.ipynb #c24fede6
 def backend_opener(scheme: str):
     "The opener registered for URL `scheme`, importing the module that registers it on first use."
     if scheme not in BACKENDS and scheme in BACKEND_MODULES:
@@ -586,4 +774,3 @@ def backend_opener(scheme: str):
         raise ValueError(f"path: no storage backend for {scheme}:// URLs; expected a folder or a URL starting with one of "
                          f"{sorted(set(BACKEND_MODULES) | set(BACKENDS))}")
     return BACKENDS[scheme]
-

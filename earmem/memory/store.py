@@ -448,11 +448,9 @@ def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray
 def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
     "(rows, cosines, fused or None): the dense top-K, or with `retriever='hybrid'` and a text query, dense + lexical fused."
     c = self.config
-    if flt.metadata: raise ValueError("metadata: filters on metadata are not supported by this backend yet")
-    filters = dict(kinds=flt.kinds, entities=flt.entities, since=flt.since, until=flt.until, store=flt.store)
     if c.retriever == "hybrid" and text != "<embedding>":
-        return self._backend.hybrid_candidates(q, text, K, c.lexical_weight, balanced, **filters)
-    return (*self._backend.candidates(q, K, balanced, **filters), None)
+        return self._backend.hybrid_candidates(q, text, K, c.lexical_weight, balanced, flt)
+    return (*self._backend.candidates(q, K, balanced, flt), None)
 
 @patch
 def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:

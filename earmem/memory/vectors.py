@@ -5,6 +5,7 @@
 # %% ../../nbs/memory/19_vectors.ipynb #fc3d4c40
 from __future__ import annotations
 import json, sys
+from collections import namedtuple
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Callable
@@ -14,21 +15,21 @@ from ..core import lexical_tokens, zscore
 from .hygiene import KIND_CODES, MAX_DEPTH, MAX_METADATA_CHARS, STORES, check_entities, check_kind, iso, json_depth, to_epoch
 
 # %% auto #0
-__all__ = ['COLUMNS', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'LEXICAL_BUDGET', 'item_row', 'one_blas_thread',
-           'SearchFilter', 'check_metadata_filter', 'top_rows', 'top_refined', 'store_quota', 'lexical_words',
-           'fuse_scores', 'fused_top', 'within_budget']
+__all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'LEXICAL_BUDGET', 'item_row',
+           'one_blas_thread', 'check_metadata_filter', 'metadata_matches', 'SearchFilter', 'top_rows', 'top_refined',
+           'store_quota', 'lexical_words', 'fuse_scores', 'fused_top', 'within_budget']
 
 # %% ../../nbs/memory/19_vectors.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
            "source", "status", "metadata", "embedding")  # the order of a row tuple everywhere in the wing
 _COLUMNS = ", ".join(COLUMNS)
+MemoryRow = namedtuple("MemoryRow", COLUMNS)  # one row of the memories table, named once from its column list
 
-def item_row(f: dict) -> tuple:
-    "A normalised memory (with `vec`, `count`, `accessed` and an `id`) as a row tuple in `COLUMNS` order."
-    return (f["id"], f["text"], f["kind"], f["store"], json.dumps(list(f["entities"])), f["importance"], f["confidence"],
-            f["created"], f["accessed"], f["count"], f["source"], f.get("status", "active"), f["metadata"],
-            f["vec"].astype(np.float32).tobytes())
-
+def item_row(f: dict) -> MemoryRow:
+    "A normalised memory (with `vec`, `count`, `accessed` and an `id`) as a `MemoryRow`."
+    return MemoryRow(f["id"], f["text"], f["kind"], f["store"], json.dumps(list(f["entities"])), f["importance"], f["confidence"],
+                     f["created"], f["accessed"], f["count"], f["source"], f.get("status", "active"), f["metadata"],
+                     f["vec"].astype(np.float32).tobytes())
 
 # %% ../../nbs/memory/19_vectors.ipynb #96f0a7d5
 _BLAS = []
@@ -88,24 +89,23 @@ def _index_entities(self: _Index, p: int, add: bool = True):
 # %% ../../nbs/memory/19_vectors.ipynb #d9f3767d
 @patch
 def load(self: _Index, rows: list):
-    "Fill an empty index from all rows (tuples in `COLUMNS` order) at once; vectorised, so opening a 100k store stays fast."
+    "Fill an empty index from all rows (`MemoryRow`s, or tuples in `COLUMNS` order) at once; vectorised, so opening a 100k store stays fast."
     if not rows: return
-    cols, n = list(zip(*rows)), len(rows)
+    cols, n = MemoryRow(*zip(*rows)), len(rows)
     cap = max(256, 1 << (n - 1).bit_length())
-    blob = b"".join(cols[13])
+    blob = b"".join(cols.embedding)
     if len(blob) != 4 * self.dim * n:
         raise ValueError(f"path: some stored embeddings are not {self.dim}-dimensional; the database is corrupted")
     self.E = np.zeros((cap, self.dim), np.float32)
     self.E[:n] = np.frombuffer(blob, np.float32).reshape(n, self.dim)
     self._bf16 = None
     for k, t in self.ARRAYS.items(): setattr(self, k, np.zeros(cap, t))
-    self.active[:n] = np.array(cols[11]) == "active"
-    self.kind[:n] = [KIND_CODES[k] for k in cols[2]]
-    self.store[:n] = [STORES.index(x) for x in cols[3]]
-    for k, c in (("importance", 5), ("confidence", 6), ("created", 7), ("accessed", 8), ("count", 9)):
-        getattr(self, k)[:n] = cols[c]
-    self.ids, self.texts, self.sources, self.metadata = list(cols[0]), list(cols[1]), list(cols[10]), list(cols[12])
-    self.entities = [tuple(json.loads(e)) for e in cols[4]]
+    self.active[:n] = np.array(cols.status) == "active"
+    self.kind[:n] = [KIND_CODES[k] for k in cols.kind]
+    self.store[:n] = [STORES.index(x) for x in cols.store]
+    for k in ("importance", "confidence", "created", "accessed", "count"): getattr(self, k)[:n] = getattr(cols, k)
+    self.ids, self.texts, self.sources, self.metadata = list(cols.id), list(cols.text), list(cols.source), list(cols.metadata)
+    self.entities = [tuple(json.loads(e)) for e in cols.entities]
     self.pos = {mid: p for p, mid in enumerate(self.ids)}
     for p in range(n): self._index_entities(p)
     self.n = n
@@ -125,22 +125,22 @@ def _slot(self: _Index, mid: str) -> int:
 
 @patch
 def upsert(self: _Index, r) -> int:
-    "Insert or overwrite the row of memory r[0] from a tuple in `COLUMNS` order."
-    mid, text, kind, store, ents, imp, conf, created, accessed, count, source, status, meta, emb = r
-    vec = np.frombuffer(emb, dtype=np.float32)
+    "Insert or overwrite the row of memory `r.id` from a `MemoryRow` (or a tuple in `COLUMNS` order)."
+    r = MemoryRow(*r)
+    vec = np.frombuffer(r.embedding, dtype=np.float32)
     if vec.shape != (self.dim,):
-        raise ValueError(f"path: memory {mid!r} has a {vec.size}-dimensional embedding, the store's dimension is {self.dim}; the database is corrupted")
-    p = self._slot(mid)
+        raise ValueError(f"path: memory {r.id!r} has a {vec.size}-dimensional embedding, the store's dimension is {self.dim}; the database is corrupted")
+    p = self._slot(r.id)
     self.E[p] = vec
     if self._bf16 is not None: self._dirty.add(p)
-    self.texts[p], self.entities[p], self.sources[p], self.metadata[p] = text, tuple(json.loads(ents)), source, meta
+    self.texts[p], self.entities[p], self.sources[p], self.metadata[p] = r.text, tuple(json.loads(r.entities)), r.source, r.metadata
     self._index_entities(p)
-    self.active[p] = status == "active"
-    self.kind[p], self.store[p] = KIND_CODES[kind], STORES.index(store)
-    self.created[p], self.accessed[p], self.importance[p] = created, accessed, imp
-    self.confidence[p], self.count[p] = conf, count
+    self.active[p], self.kind[p], self.store[p] = r.status == "active", KIND_CODES[r.kind], STORES.index(r.store)
+    self.created[p], self.accessed[p], self.importance[p] = r.created, r.accessed, r.importance
+    self.confidence[p], self.count[p] = r.confidence, r.count
     return p
 
+# %% ../../nbs/memory/19_vectors.ipynb #ce5b1a51
 @patch
 def remove(self: _Index, mid: str):
     "Forget a deleted memory (its row slot stays, inactive and zeroed)."
@@ -150,7 +150,30 @@ def remove(self: _Index, mid: str):
     self.active[p] = False; self.E[p] = 0; self.ids[p] = None; self.texts[p] = None; self.entities[p] = ()
     if self._bf16 is not None: self._dirty.add(p)
 
-# %% ../../nbs/memory/19_vectors.ipynb #a95e8303
+# %% ../../nbs/memory/19_vectors.ipynb #a7525cef
+def check_metadata_filter(metadata, name: str = "metadata") -> dict:
+    "A metadata filter as a dict of string keys to JSON scalars; ValueError/TypeError naming `name` otherwise."
+    if not isinstance(metadata, dict): raise TypeError(f"{name}: expected a dict of key: value pairs, got {type(metadata).__name__}")
+    if len(json.dumps(metadata, default=str)) > MAX_METADATA_CHARS: raise ValueError(f"{name}: more than {MAX_METADATA_CHARS} characters")
+    for k, v in metadata.items():
+        if not isinstance(k, str) or not k: raise TypeError(f"{name}: keys must be non-empty strings, got {k!r}")
+        if v is not None and not isinstance(v, (str, int, float, bool)):
+            raise TypeError(f"{name}[{k!r}]: expected a string, number, bool or null, got {type(v).__name__}")
+        if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")): raise ValueError(f"{name}[{k!r}]: expected a finite number, got {v!r}")
+    return dict(metadata)
+
+# %% ../../nbs/memory/19_vectors.ipynb #f262adfe
+def _same_json(a, b) -> bool:
+    "JSON equality of a stored value and a filter scalar: numbers by value; a bool, a string, null only their own kind."
+    if isinstance(a, bool) or isinstance(b, bool): return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)): return a == b
+    return type(a) is type(b) and a == b
+
+def metadata_matches(meta: dict, want: dict) -> bool:
+    "Whether the metadata `meta` of a memory holds every key: value pair of the filter `want` (JSON equality)."
+    return all(k in meta and _same_json(meta[k], v) for k, v in want.items())
+
+# %% ../../nbs/memory/19_vectors.ipynb #a051d185
 FILTER_FIELDS = ("kinds", "entities", "since", "until", "store", "metadata")
 
 @dataclass(frozen=True)
@@ -175,19 +198,7 @@ class SearchFilter:
             raise ValueError(f"store: expected one of {STORES}, got {self.store!r}")
         if self.metadata is not None: put("metadata", check_metadata_filter(self.metadata))
 
-# %% ../../nbs/memory/19_vectors.ipynb #31800f07
-def check_metadata_filter(metadata, name: str = "metadata") -> dict:
-    "A metadata filter as a dict of string keys to JSON scalars; ValueError/TypeError naming `name` otherwise."
-    if not isinstance(metadata, dict): raise TypeError(f"{name}: expected a dict of key: value pairs, got {type(metadata).__name__}")
-    if len(json.dumps(metadata, default=str)) > MAX_METADATA_CHARS: raise ValueError(f"{name}: more than {MAX_METADATA_CHARS} characters")
-    for k, v in metadata.items():
-        if not isinstance(k, str) or not k: raise TypeError(f"{name}: keys must be non-empty strings, got {k!r}")
-        if v is not None and not isinstance(v, (str, int, float, bool)):
-            raise TypeError(f"{name}[{k!r}]: expected a string, number, bool or null, got {type(v).__name__}")
-        if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")): raise ValueError(f"{name}[{k!r}]: expected a finite number, got {v!r}")
-    return dict(metadata)
-
-# %% ../../nbs/memory/19_vectors.ipynb #9b0ecdd6
+# %% ../../nbs/memory/19_vectors.ipynb #f05643f3
 @patch(cls_method=True)
 def from_args(cls: SearchFilter, args: dict) -> tuple:
     "(the filter made from `args`' filter fields, the remaining arguments); a `filter` key may hold a dict or a SearchFilter."
@@ -209,7 +220,7 @@ def to_dict(self: SearchFilter) -> dict:
         if k in out: out[k] = iso(out[k])
     return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
-# %% ../../nbs/memory/19_vectors.ipynb #a7d60160
+# %% ../../nbs/memory/19_vectors.ipynb #a6662fbd
 @patch(cls_method=True)
 def json_schema(cls: SearchFilter) -> dict:
     "JSON Schema `properties` of the filter fields, for tool specs and API schemas."
@@ -223,24 +234,30 @@ def json_schema(cls: SearchFilter) -> dict:
 
 # %% ../../nbs/memory/19_vectors.ipynb #22bb4f4e
 @patch
-def mask(self: _Index, kinds=None, entities=None, since=None, until=None, store=None) -> np.ndarray:
-    "Boolean mask of the rows that pass the filters (active ones only)."
+def _entity_rows(self: _Index, entities: tuple) -> np.ndarray:
+    "Boolean mask of the rows naming any of `entities` (case-insensitive)."
+    em = np.zeros(self.n, bool)
+    for e in entities:
+        rows = self.by_entity.get(e.casefold())
+        if rows: em[list(rows)] = True
+    return em
+
+@patch
+def mask(self: _Index, flt: SearchFilter | None = None) -> np.ndarray:
+    "Boolean mask of the active rows that pass the filter `flt` (None: every active row)."
+    flt = SearchFilter() if flt is None else flt
+    if not isinstance(flt, SearchFilter): raise TypeError(f"flt: expected a SearchFilter, got {type(flt).__name__} (SearchFilter(**d) makes one)")
     n = self.n
     mask = self.active[:n].copy()
-    if kinds is not None:
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-        mask &= np.isin(self.kind[:n], [KIND_CODES[check_kind(k, "kinds")] for k in kinds])
-    if entities is not None:
-        em = np.zeros(n, bool)
-        for e in check_entities(entities, "entities"):
-            rows = self.by_entity.get(e.casefold())
-            if rows: em[list(rows)] = True
-        mask &= em
-    if since is not None: mask &= self.created[:n] >= to_epoch(since, "since")
-    if until is not None: mask &= self.created[:n] <= to_epoch(until, "until")
-    if store is not None:
-        if store not in STORES: raise ValueError(f"store: expected one of {STORES}, got {store!r}")
-        mask &= self.store[:n] == STORES.index(store)
+    if flt.kinds is not None: mask &= np.isin(self.kind[:n], [KIND_CODES[k] for k in flt.kinds])
+    if flt.entities is not None: mask &= self._entity_rows(flt.entities)
+    if flt.since is not None: mask &= self.created[:n] >= flt.since
+    if flt.until is not None: mask &= self.created[:n] <= flt.until
+    if flt.store is not None: mask &= self.store[:n] == STORES.index(flt.store)
+    if flt.metadata:
+        for p in np.flatnonzero(mask):
+            text = self.metadata[p]
+            if text == "{}" or not metadata_matches(json.loads(text), flt.metadata): mask[p] = False
     return mask
 
 # %% ../../nbs/memory/19_vectors.ipynb #f49d1775
@@ -293,6 +310,7 @@ def _scan(self: _Index, q: np.ndarray, allowed: np.ndarray) -> Callable:
     else: frozen = _matvec(self.E[:n], q)
     return lambda r, K: ((t := top_rows(frozen, r, K)), frozen[t])
 
+# %% ../../nbs/memory/19_vectors.ipynb #e57fae98
 def store_quota(sizes: list, K: int) -> list:
     "How many of K candidates each of the two stores gives: K/2 each, topped up from the other when one has fewer (EAR §5)."
     half = [K // 2, K - K // 2]
@@ -323,6 +341,7 @@ def fuse_scores(cos, lex, w: float) -> np.ndarray:
     cos = np.asarray(cos, np.float64)
     return cos + w / (1 - w) * cos.std() * zscore(np.asarray(lex, np.float64))
 
+# %% ../../nbs/memory/19_vectors.ipynb #0e27ba6c
 def _balanced(order: np.ndarray, stores: np.ndarray, K: int) -> np.ndarray:
     "The first K of `order` (positions, best first) with K/2 per store, topped up from the other when one runs short (EAR §5)."
     per = [order[stores[order] == s] for s in range(len(STORES))]

@@ -12,7 +12,7 @@ from ..core import check_positive_int, unit_rows
 from tqdm.auto import tqdm
 from .hygiene import KINDS, HashingEncoder, StoreConfig
 from .store import MemoryStore
-from .vectors import _Index
+from .vectors import SearchFilter, _Index
 from ..toys import embedded_server
 from .postgres import HNSW_INDEX, PostgresBackend
 
@@ -114,10 +114,10 @@ def _searchers(b: PostgresBackend, ix: _Index, K: int) -> dict:
     "name → (PostgreSQL search, exact in-memory search), each q → ids best first."
     def pg(f):
         f = dict(f); bal = f.pop("balanced", False)
-        return lambda q: [b.index.ids[r] for r in b.candidates(q, K, bal, **f)[0]]
+        return lambda q: [b.index.ids[r] for r in b.candidates(q, K, bal, SearchFilter(**f))[0]]
     def exact(f):
         f = dict(f); bal = f.pop("balanced", False)
-        return lambda q: [ix.ids[r] for r in ix.candidates(q, np.flatnonzero(ix.mask(**f)), K, bal)[0]]
+        return lambda q: [ix.ids[r] for r in ix.candidates(q, np.flatnonzero(ix.mask(SearchFilter(**f))), K, bal)[0]]
     return {name: (pg(f), exact(f)) for name, f in _FILTERS.items()}
 
 def _mirror(E: np.ndarray) -> _Index:

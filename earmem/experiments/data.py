@@ -73,12 +73,13 @@ def _all_queries(self: Benchmark) -> list:
                     for i, t, g, c, b, ok, md in zip(*(cols[c] for c in QUERY_FEATURES))]
     return self._qs
 
+# %% ../../nbs/experiments/10_data.ipynb #aa5be58a
 @patch
 def _column(self: Benchmark, table: str, name: str) -> list:
     "One column of `memories` or `queries` as a Python list (read straight from Arrow)."
     return getattr(self, table).select_columns([name])[:][name]
 
-# %% ../../nbs/experiments/10_data.ipynb #f8a28ef9
+# %% ../../nbs/experiments/10_data.ipynb #05b75752
 @patch(as_prop=True)
 def bank_ids(self: Benchmark) -> list:
     "Memory bank ids, in file order."
@@ -89,6 +90,7 @@ def stores(self: Benchmark) -> list:
     "Memory stores present (e.g. ['episodic', 'semantic'])."
     return list(dict.fromkeys(m.store for m in self._all_memories()))
 
+# %% ../../nbs/experiments/10_data.ipynb #3d6b8ddf
 @patch
 def _check_bank(self: Benchmark, bank):
     "A ValueError unless `bank` is None or one of `bank_ids`."
@@ -101,7 +103,7 @@ def _check_store(self: Benchmark, store):
     if store is not None and store not in self.stores:
         raise ValueError(f"store: unknown memory store {store!r}; this benchmark has {self.stores}")
 
-# %% ../../nbs/experiments/10_data.ipynb #db0fe4d8
+# %% ../../nbs/experiments/10_data.ipynb #db60db5f
 @patch
 def memory_objects(self: Benchmark, bank: str | None = None, store: str | None = None) -> list:
     "The memories as `Memory` objects, optionally only those of one `bank` and/or one `store`."
@@ -116,6 +118,7 @@ def query_objects(self: Benchmark, bank: str | None = None, scorable_only: bool 
     return [q for q in self._all_queries()
             if (bank is None or q.bank == bank) and (q.metadata["scorable"] or not scorable_only)]
 
+# %% ../../nbs/experiments/10_data.ipynb #c044be90
 @patch
 def banks(self: Benchmark, store: str | None = "episodic") -> dict:
     "Memories grouped by bank id (file order): {bank: [Memory, ...]}; `store=None` keeps every store."
@@ -125,6 +128,7 @@ def banks(self: Benchmark, store: str | None = "episodic") -> dict:
         if store is None or m.store == store: out[m.metadata["bank"]].append(m)
     return {b: ms for b, ms in out.items() if ms}
 
+# %% ../../nbs/experiments/10_data.ipynb #24d7583b
 @patch
 def memory_banks(self: Benchmark, encoder: Encoder, stores: Sequence[str] = ("episodic",),
                  progress: bool | None = None) -> dict:
@@ -136,7 +140,7 @@ def memory_banks(self: Benchmark, encoder: Encoder, stores: Sequence[str] = ("ep
     ends = np.cumsum([len(ms) for ms in groups.values()])
     return {b: MemoryBank(ms, vecs[e - len(ms):e], name=b) for (b, ms), e in zip(groups.items(), ends)}
 
-# %% ../../nbs/experiments/10_data.ipynb #2bdc527f
+# %% ../../nbs/experiments/10_data.ipynb #0f758a40
 def _test_positions(groups: list, test_size: float, seed: int) -> set:
     "Positions drawn for the test part: round(test_size × size) of every group, one seeded generator for all."
     rng, out = np.random.default_rng(seed), set()
@@ -145,6 +149,7 @@ def _test_positions(groups: list, test_size: float, seed: int) -> set:
         out.update(g[j] for j in perm[:int(round(test_size * len(g)))])
     return out
 
+# %% ../../nbs/experiments/10_data.ipynb #9f0b7672
 @patch
 def split(self: Benchmark, test_size: float = 0.2, seed: int = 0, stratify: bool = False,
           scorable_only: bool = True) -> tuple:
@@ -160,6 +165,7 @@ def split(self: Benchmark, test_size: float = 0.2, seed: int = 0, stratify: bool
     return ([q for i, q in enumerate(qs) if i not in test_idx and keep(q)],
             [q for i, q in enumerate(qs) if i in test_idx and keep(q)])
 
+# %% ../../nbs/experiments/10_data.ipynb #4f81098d
 @patch
 def stats(self: Benchmark) -> dict:
     "Sizes in the terms of Table 1 (queries, conversations, sessions, dialogue turns), plus scorable queries and observations."
@@ -185,6 +191,7 @@ def data_dir() -> Path:
     env = os.environ.get("EARMEM_DATA")
     return Path(env).expanduser() if env else default_cache_dir() / "data"
 
+# %% ../../nbs/experiments/10_data.ipynb #f62efcaa
 def data_root(path=None) -> tuple:
     "(root, where it came from): the `path` argument, else `$EARMEM_DATA`, else the default data folder."
     if path is not None:
@@ -194,6 +201,7 @@ def data_root(path=None) -> tuple:
     if os.environ.get("EARMEM_DATA"): return data_dir(), "$EARMEM_DATA"
     return data_dir(), "the default data folder (set $EARMEM_DATA or pass a path to change it)"
 
+# %% ../../nbs/experiments/10_data.ipynb #4211ce2c
 def _locate(path, names: Sequence[str]) -> tuple:
     "(found file or None, places looked at, where the root came from)."
     root, origin = data_root(path)
@@ -201,6 +209,7 @@ def _locate(path, names: Sequence[str]) -> tuple:
     looked = [root / n for n in names] if root.is_dir() or not root.suffix else [root]
     return next((p for p in looked if p.is_file()), None), looked, origin
 
+# %% ../../nbs/experiments/10_data.ipynb #0c4e0a91
 def find_data_file(path, names: Sequence[str], what: str, source: str, hint: str = "") -> Path:
     "Resolve a benchmark file from `path` > `$EARMEM_DATA` > `~/.cache/earmem/data`; FileNotFoundError naming where it looked."
     found, looked, origin = _locate(path, names)
@@ -220,7 +229,7 @@ def _read_json(file: Path, what: str):
         raise ValueError(f"path: {file} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                          f"expected the {what} JSON file") from None
 
-
+# %% ../../nbs/experiments/10_data.ipynb #103c6dda
 def check_options(flags: dict, templates: dict) -> None:
     "A TypeError naming the option unless every flag is a real bool (not the string 'false') and every template a string."
     for k, v in flags.items():
@@ -228,7 +237,7 @@ def check_options(flags: dict, templates: dict) -> None:
     for k, v in templates.items():
         if not isinstance(v, str): raise TypeError(f"{k}: expected a template string, got {type(v).__name__}")
 
-# %% ../../nbs/experiments/10_data.ipynb #b3284d15
+# %% ../../nbs/experiments/10_data.ipynb #b60916af
 class DownloadError(ConnectionError):
     "A download that could not reach its source (offline, unknown host, refused connection, HTTP error)."
 
@@ -239,6 +248,7 @@ def sha256_of(path, chunk: int = 1 << 20) -> str:
         for b in iter(lambda: f.read(chunk), b""): h.update(b)
     return h.hexdigest()
 
+# %% ../../nbs/experiments/10_data.ipynb #f5968866
 def _open_url(url: str, timeout: float, dest: Path):
     "`urlopen(url)`, with every way of not reaching `url` turned into one `DownloadError` sentence."
     try: return urllib.request.urlopen(url, timeout=timeout)
@@ -247,6 +257,7 @@ def _open_url(url: str, timeout: float, dest: Path):
         raise DownloadError(f"url: cannot reach {url} ({getattr(e, 'reason', e)}); are you offline? Fetch the file "
                             f"on a machine that is online and put it at {dest}") from None
 
+# %% ../../nbs/experiments/10_data.ipynb #c4873843
 def _stream_to(r, f, desc: str, progress: bool) -> str:
     "Copy response `r` into the open file `f` in chunks under a progress bar; the SHA-256 of what was copied."
     h, total = hashlib.sha256(), int(getattr(r, "headers", {}).get("Content-Length") or 0) or None
@@ -256,6 +267,7 @@ def _stream_to(r, f, desc: str, progress: bool) -> str:
     f.flush(); os.fsync(f.fileno())
     return h.hexdigest()
 
+# %% ../../nbs/experiments/10_data.ipynb #6edc8ac2
 def fetch_file(url: str, dest, sha256: str | None = None, check: Callable | None = None, timeout: float = 60,
                progress: bool = True) -> Path:
     "Download `url` to `dest` atomically: into a temp file beside it, verify `sha256` and `check(temp path)`, rename."
@@ -278,6 +290,7 @@ def fetch_file(url: str, dest, sha256: str | None = None, check: Callable | None
         raise
     return dest
 
+# %% ../../nbs/experiments/10_data.ipynb #0f480465
 def _check_json(path, url: str, what: str, checker: Callable) -> None:
     "Parse the downloaded file at `path` and run `checker(data, url)`; a ValueError naming `url` when it is not JSON."
     try: data = json.loads(Path(path).read_bytes().decode("utf-8"))
@@ -286,7 +299,6 @@ def _check_json(path, url: str, what: str, checker: Callable) -> None:
 
 # %% ../../nbs/experiments/10_data.ipynb #c99288ef
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-
 
 # %% ../../nbs/experiments/10_data.ipynb #da3df5f5
 _DIALOGUE_ID = re.compile(r"D:?(\d+):(\d+)")
@@ -301,6 +313,7 @@ def parse_dialogue_ids(raw) -> tuple:
         else: bad.append(tok)
     return ids, bad
 
+# %% ../../nbs/experiments/10_data.ipynb #748f3ea0
 def clean_evidence(raw_list, known: set, owner: str, key: str = "query") -> tuple:
     "Canonical, existing, de-duplicated ids from a raw evidence list, and a report entry {key: owner, raw, action} per fix."
     if isinstance(raw_list, (str, int)): raw_list = [raw_list]
@@ -318,7 +331,7 @@ def clean_evidence(raw_list, known: set, owner: str, key: str = "query") -> tupl
         if actions: report.append({key: owner, "raw": raw, "action": "; ".join(actions)})
     return gold, report
 
-# %% ../../nbs/experiments/10_data.ipynb #23d7a707
+# %% ../../nbs/experiments/10_data.ipynb #a71b4dea
 _LOCOMO_SHAPE = ("a list of conversations, each {sample_id, conversation: {speaker_a, speaker_b, session_N: [turns], "
                  "session_N_date_time}, qa: [{question, evidence, category}], observation}")
 
@@ -326,12 +339,14 @@ def _session_numbers(conv: dict) -> list:
     "Numbers N of the `session_N` dialogue lists, ascending."
     return sorted(int(k.split("_")[1]) for k, v in conv.items() if re.fullmatch(r"session_\d+", k))
 
+# %% ../../nbs/experiments/10_data.ipynb #71bc2e15
 def _check_locomo_entry(i: int, s, bad) -> None:
     "The top-level fields of conversation entry `i` (`bad(msg)` makes the error)."
     if not isinstance(s, dict): raise bad(f"entry {i} is a {type(s).__name__}, not an object")
     for k, t in (("sample_id", str), ("conversation", dict), ("qa", list)):
         if not isinstance(s.get(k), t): raise bad(f"entry {i} has no {k} ({t.__name__})")
 
+# %% ../../nbs/experiments/10_data.ipynb #069b74e7
 def _check_locomo_turns(sid: str, conv: dict, bad) -> None:
     "Every session_N of a conversation: a list of turns with speaker, dia_id and text strings, dia_ids unique."
     if not _session_numbers(conv): raise bad(f"conversation {sid!r} has no session_N dialogue list")
@@ -347,6 +362,7 @@ def _check_locomo_turns(sid: str, conv: dict, bad) -> None:
         if not isinstance(conv.get(f"session_{n}_date_time", ""), str):
             raise bad(f"conversation {sid!r} field session_{n}_date_time is not a string")
 
+# %% ../../nbs/experiments/10_data.ipynb #5f7dfccb
 def _check_locomo_qa(sid: str, qa: list, bad) -> None:
     "Every question of a conversation has a question string and an integer category."
     for j, q in enumerate(qa):
@@ -355,6 +371,7 @@ def _check_locomo_qa(sid: str, qa: list, bad) -> None:
         if isinstance(q.get("category"), bool) or not isinstance(q.get("category"), int):
             raise bad(f"conversation {sid!r} qa[{j}] has no integer category")
 
+# %% ../../nbs/experiments/10_data.ipynb #fbd31683
 def check_locomo(data, file="LoCoMo data") -> None:
     "Raise a ValueError naming `file` and the problem unless `data` has the structure of the official locomo10.json."
     def bad(msg): return ValueError(f"path: {file} is not in the LoCoMo format: {msg}; expected {_LOCOMO_SHAPE}")
@@ -369,7 +386,7 @@ def check_locomo(data, file="LoCoMo data") -> None:
         if s.get("observation") is not None and not isinstance(s["observation"], dict):
             raise bad(f"conversation {sid!r} observation is not an object")
 
-# %% ../../nbs/experiments/10_data.ipynb #fbe64abe
+# %% ../../nbs/experiments/10_data.ipynb #8b178576
 def _fill(template: str, name: str, **fields) -> str:
     "`template.format(**fields)` with a ValueError naming the template argument on an unknown field."
     try: return template.format(**fields)
@@ -380,6 +397,7 @@ def _date_prefix(with_date: bool, date_template: str, date, iso) -> str:
     "The date a memory's text starts with: '' unless `with_date` and the session has a date."
     return _fill(date_template, "date_template", date=date, iso=iso or "") if with_date and date else ""
 
+# %% ../../nbs/experiments/10_data.ipynb #7a09d594
 def _turn_text(t: dict, n: int, date, turn_template: str, with_captions: bool, caption_template: str) -> str:
     "The text of one dialogue turn (template filled, photo caption appended when asked)."
     text = _fill(turn_template, "turn_template", speaker=t["speaker"], text=t["text"], dia_id=t["dia_id"],
@@ -387,6 +405,7 @@ def _turn_text(t: dict, n: int, date, turn_template: str, with_captions: bool, c
     if with_captions and t.get("blip_caption"): text += _fill(caption_template, "caption_template", caption=t["blip_caption"])
     return text
 
+# %% ../../nbs/experiments/10_data.ipynb #a274a8f8
 def _locomo_turns(s: dict, turn_template, with_captions, caption_template, with_date, date_template) -> list:
     "Episodic memory rows of one conversation: one per dialogue turn, session by session."
     sid, conv, rows = s["sample_id"], s["conversation"], []
@@ -400,6 +419,7 @@ def _locomo_turns(s: dict, turn_template, with_captions, caption_template, with_
                              bank=sid, session=f"S{n}", speaker=t["speaker"], metadata=meta))
     return rows
 
+# %% ../../nbs/experiments/10_data.ipynb #d47c9cd6
 def _observation(item, oid: str, sid: str, known: set, link_report: list) -> tuple | None:
     "(text, cleaned links) of one observation entry, or None (reported in `link_report`) when it has no text."
     if not (isinstance(item, (list, tuple)) and item and isinstance(item[0], str)):
@@ -409,6 +429,7 @@ def _observation(item, oid: str, sid: str, known: set, link_report: list) -> tup
     link_report.extend(r | {"bank": sid} for r in rep)
     return item[0], links
 
+# %% ../../nbs/experiments/10_data.ipynb #52c38064
 def _locomo_observations(s: dict, known: set, with_date, date_template, link_report: list) -> list:
     "Semantic memory rows of one conversation: one per observation, session by session and speaker by speaker."
     sid, conv, rows = s["sample_id"], s["conversation"], []
@@ -442,13 +463,14 @@ def _locomo_queries(s: dict, known: set, include_adversarial: bool, evidence_rep
                          category=LOCOMO_CATEGORIES.get(q["category"], f"category-{q['category']}")))
     return rows
 
-# %% ../../nbs/experiments/10_data.ipynb #f9be1dd6
+# %% ../../nbs/experiments/10_data.ipynb #feb390b4
 def download_locomo(dest, url: str = LOCOMO_URL, timeout: float = 60, sha256: str | bool = True,
                     progress: bool = False) -> Path:
     "Fetch the official locomo10.json to `dest`: SHA-256 (`True` = the pinned one, `False` = none) and structure checked."
     pin = LOCOMO_SHA256 if sha256 is True else (sha256 or None)
     return fetch_file(url, dest, pin, lambda p: _check_json(p, url, "LoCoMo", check_locomo), timeout, progress)
 
+# %% ../../nbs/experiments/10_data.ipynb #f9be1dd6
 def load_locomo(path=None, *,
                 include_adversarial: bool = False,  # keep category 5 (the paper drops it)
                 with_observations: bool = True,  # add the session observations as a semantic store
@@ -490,6 +512,7 @@ def parse_longmemeval_date(text) -> str | None:
     try: return datetime(*(int(x) if x else 0 for x in m.groups())).isoformat()
     except ValueError: return None
 
+# %% ../../nbs/experiments/10_data.ipynb #bd2fbd2b
 def _check_haystack(qid: str, q: dict, bad) -> None:
     "The haystack of question `qid`: parallel session ids, dates and sessions; every turn a role and content string."
     ids, sessions, dates = q["haystack_session_ids"], q["haystack_sessions"], q.get("haystack_dates")
@@ -505,6 +528,7 @@ def _check_haystack(qid: str, q: dict, bad) -> None:
             if not isinstance(turn.get("has_answer", False), bool):
                 raise bad(f"question {qid!r} session {j} turn {t} field has_answer is {turn['has_answer']!r}, not true/false")
 
+# %% ../../nbs/experiments/10_data.ipynb #c4ce4241
 _LONGMEMEVAL_TYPES = {"question": (str,), "question_type": (str, type(None)), "question_date": (str, type(None)),
                       "answer_session_ids": (list, type(None))}
 
@@ -514,6 +538,7 @@ def _check_question_fields(qid: str, q: dict, bad) -> None:
         if not isinstance(q.get(k), types):
             raise bad(f"question {qid!r} field {k} is a {type(q.get(k)).__name__}, expected {' or '.join(t.__name__ for t in types)}")
 
+# %% ../../nbs/experiments/10_data.ipynb #78dc8fae
 def check_longmemeval(data, file="LongMemEval data") -> None:
     "Raise a ValueError naming `file` and the problem unless `data` has the structure of the official LongMemEval JSON."
     def bad(msg): return ValueError(f"path: {file} is not in the LongMemEval format: {msg}; expected {_LONGMEMEVAL_SHAPE}")
@@ -540,6 +565,7 @@ def _unique_session_ids(q: dict, report: list) -> list:
         out.append(sid)
     return out
 
+# %% ../../nbs/experiments/10_data.ipynb #af21c43f
 def _haystack_rows(q: dict, turn_template: str, with_date: bool, date_template: str, report: list) -> list:
     "Episodic memory rows of one question's haystack: one per turn, id `{session id}:{turn index}`."
     qid, rows = q["question_id"], []
@@ -553,6 +579,7 @@ def _haystack_rows(q: dict, turn_template: str, with_date: bool, date_template: 
                              session=sid, speaker=t["role"], metadata={"has_answer": bool(t.get("has_answer")), "date": date}))
     return rows
 
+# %% ../../nbs/experiments/10_data.ipynb #fcfb921d
 def _longmemeval_query(q: dict, gold: list, score_abstention: bool, report: list) -> dict:
     "The query row of one question; abstention (`_abs`) questions are scored only when asked and when they have gold."
     qid, abstention = q["question_id"], q["question_id"].endswith("_abs")
@@ -565,6 +592,7 @@ def _longmemeval_query(q: dict, gold: list, score_abstention: bool, report: list
     return dict(id=qid, text=q["question"], gold=gold, category=q.get("question_type"), bank=qid,
                 scorable=bool(gold) and (score_abstention or not abstention), metadata=meta)
 
+# %% ../../nbs/experiments/10_data.ipynb #8a884dd9
 def load_longmemeval(path=None, *,
                      turn_template: str = "{role}: {content}",  # fields: role, content, session, date
                      with_date: bool = False,  # prefix every turn with its session date

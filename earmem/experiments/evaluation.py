@@ -24,8 +24,8 @@ __all__ = ['METHODS', 'register_method', 'PRESETS', 'BENCHMARKS', 'TRAININGS', '
            'Prepared', 'check_bank_sizes', 'retrieve_candidates', 'carve_dev', 'prepare', 'prepare_locomo',
            'prepare_longmemeval', 'Registry', 'only_retriever', 'run_method', 'Preset', 'prepare_benchmark',
            'reproduce', 'format_table', 'Training', 'Variant', 'CriticSettings', 'make_config', 'train_learner',
-           'infer', 'trained', 'run_variant', 'TestSet', 'build_test_set', 'batched_slates', 'slate_recall',
-           'by_category', 'toy_prep']
+           'infer', 'trained', 'run_variant', 'toy_prep', 'TestSet', 'build_test_set', 'batched_slates', 'slate_recall',
+           'by_category']
 
 # %% ../../nbs/experiments/11_evaluation.ipynb #1873eee9
 @dataclass
@@ -68,6 +68,7 @@ def check_bank_sizes(queries: Sequence[Query], sizes: dict, K: int) -> int:
                          f"(use --K {short[b]} or less)")
     return K
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #b19a54ed
 def retrieve_candidates(queries: Sequence[Query], vectors: np.ndarray, banks: dict, K: int, retriever: str = "dense",
                         options: dict | None = None) -> dict:
     "Top-`K` `Candidates` of each query in its own bank (Eq. 1 for 'dense'; 'bm25', 'hybrid': `make_retriever`)."
@@ -97,12 +98,14 @@ def _split_queries(bench: Benchmark, split: str, test_size: float, seed: int, st
                 if not q.metadata["scorable"]]
     return train, test, unscored
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #4dbc9e38
 def carve_dev(train: Sequence[Query], dev_size: float = 0.2, dev_seed: int = 12) -> tuple:
     "(fit, dev): a seeded `dev_size` share of the training queries becomes the dev part; both keep the given order."
     if not 0 <= check_probability(dev_size, "dev_size") < 1: raise ValueError("dev_size: expected a share in [0, 1)")
     pick = set(np.random.default_rng(dev_seed).permutation(len(train))[:int(round(dev_size * len(train)))].tolist())
     return [q for i, q in enumerate(train) if i not in pick], [q for i, q in enumerate(train) if i in pick]
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #96b46fbb
 def prepare(bench: Benchmark, encoder: Encoder | None = None, K: int = 20, split: str = "test", test_size: float = 0.2,
             seed: int = 0, stores: Sequence[str] = ("episodic",), stratify: bool = False,
             progress: bool = True, retriever: str = "dense", retriever_options: dict | None = None,
@@ -136,6 +139,7 @@ def _split_options(options: dict) -> tuple:
     "(prepare's own options, the loader's options) from one keyword dict."
     return {k: v for k, v in options.items() if k in _PREPARE_OPTIONS}, {k: v for k, v in options.items() if k not in _PREPARE_OPTIONS}
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #c6ec4632
 def prepare_locomo(encoder: Encoder | None = None, data_path=None, K: int = 20, split: str = "test",
                    test_size: float = 0.2, seed: int = 0, stores: Sequence[str] = ("episodic",), progress: bool = True,
                    retriever: str = "dense", **options) -> Prepared:
@@ -147,6 +151,7 @@ def prepare_locomo(encoder: Encoder | None = None, data_path=None, K: int = 20, 
     prep.timings = {"load": time.perf_counter() - t0 - sum(prep.timings.values()), **prep.timings}
     return prep
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #2af43869
 def prepare_longmemeval(encoder: Encoder | None = None, data_path=None, K: int = 20, split: str = "test",
                         test_size: float = 0.2, seed: int = 0, progress: bool = True, retriever: str = "dense",
                         **options) -> Prepared:
@@ -167,6 +172,7 @@ class Registry(dict):
 
     def __repr__(self): return f"Registry({self.kind!r}: {', '.join(self) or 'empty'})"
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #7d0d6883
 @patch
 def register(self: Registry, name: str, help: str = "") -> Callable:
     "Decorator: file `fn` under `name`; `fn.registered_name` is the name, `fn.help` the help (default: its docstring)."
@@ -176,6 +182,7 @@ def register(self: Registry, name: str, help: str = "") -> Callable:
         return fn
     return deco
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #cb31516b
 @patch
 def lookup(self: Registry, name) -> Callable:
     "The function filed under `name`; a `ValueError` naming the choices otherwise."
@@ -239,6 +246,7 @@ def _check_k_K(k: int, K: int) -> tuple:
     if k > K: raise ValueError(f"k: the slate size k={k} is larger than the candidate set K={K}")
     return k, K
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #09f02ad5
 def prepare_benchmark(benchmark: str, encoder: str | Encoder | None = None, data=None, K: int = 20, split: str = "test",
                       test_size: float = 0.2, seed: int = 0, progress: bool = True, log: Callable | None = None,
                       retriever: str | None = None, preset: str = "paper", dev_size: float | None = None) -> tuple:
@@ -253,6 +261,36 @@ def prepare_benchmark(benchmark: str, encoder: str | Encoder | None = None, data
     if log: log(f"preparing {title} (split={split}, K={K}, encoder={enc.model_id}, preset={preset}, retriever={opts['retriever']})")
     return prepare_fn(enc, data, K=K, split=split, test_size=test_size, seed=seed, progress=progress, **opts), title
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #baaba786
+def _category_order(cats) -> list:
+    "LoCoMo's categories in the paper's order (single-hop, multi-hop, temporal, open-domain), others after them."
+    paper = ["single-hop", "multi-hop", "temporal", "open-domain"] + list(LOCOMO_CATEGORIES.values())
+    known = [c for c in dict.fromkeys(paper) if c in cats]
+    return known + sorted(c for c in cats if c not in known)
+
+# %% ../../nbs/experiments/11_evaluation.ipynb #eadee485
+def _percent_table(results: dict, k: int) -> list:
+    "Rows {category, recall@k, hit@k, n} in percent with one decimal, categories first, overall last."
+    rows = [(c, results["by_category"][c]) for c in _category_order(results["by_category"])] + [("overall", results["overall"])]
+    return [{"category": c, f"recall@{k}": round(100 * m[f"recall@{k}"], 1), f"hit@{k}": round(100 * m[f"hit@{k}"], 1),
+             "n": m["n"]} for c, m in rows]
+
+# %% ../../nbs/experiments/11_evaluation.ipynb #0af5f953
+def _prepared_facts(prep: Prepared) -> dict:
+    "The report's 'encoder', 'data' and 'queries' parts: what was encoded, from which file, how many queries."
+    enc = prep.encoder
+    return {"encoder": {"id": enc.model_id, "dim": int(prep.query_vectors[prep.test[0].id].shape[0]),
+                        "texts_encoded": enc.calls},
+            "data": {"path": prep.bench.source, "stats": prep.bench.stats(), "evidence_fixes": len(prep.bench.evidence_report)},
+            "queries": {"train": len(prep.train), "test": len(prep.test), "unscored": prep.unscored}}
+
+def _stamp(prep: Prepared, t0: float, **seconds) -> dict:
+    "The report's 'timings' (preparation steps, then `seconds`, then the total since `t0`), version and creation time."
+    return {"timings": {**{k_: round(v, 3) for k_, v in prep.timings.items()}, **seconds,
+                        "total": round(time.perf_counter() - t0, 3)},
+            "earmem_version": __version__, "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+# %% ../../nbs/experiments/11_evaluation.ipynb #3420dff0
 def reproduce(benchmark: str = "locomo", method: str = "retriever", split: str = "test", encoder: str | Encoder | None = None,
               k: int = 5, K: int = 20, seed: int = 0, test_size: float = 0.2, data=None, progress: bool = True,
               log: Callable | None = None, retriever: str | None = None, preset: str = "paper") -> dict:
@@ -272,32 +310,7 @@ def reproduce(benchmark: str = "locomo", method: str = "retriever", split: str =
             **_prepared_facts(prep), "results": run["results"], "table": _percent_table(run["results"], k),
             **_stamp(prep, t0, method=round(run["seconds"], 3))}
 
-def _prepared_facts(prep: Prepared) -> dict:
-    "The report's 'encoder', 'data' and 'queries' parts: what was encoded, from which file, how many queries."
-    enc = prep.encoder
-    return {"encoder": {"id": enc.model_id, "dim": int(prep.query_vectors[prep.test[0].id].shape[0]),
-                        "texts_encoded": enc.calls},
-            "data": {"path": prep.bench.source, "stats": prep.bench.stats(), "evidence_fixes": len(prep.bench.evidence_report)},
-            "queries": {"train": len(prep.train), "test": len(prep.test), "unscored": prep.unscored}}
-
-def _stamp(prep: Prepared, t0: float, **seconds) -> dict:
-    "The report's 'timings' (preparation steps, then `seconds`, then the total since `t0`), version and creation time."
-    return {"timings": {**{k_: round(v, 3) for k_, v in prep.timings.items()}, **seconds,
-                        "total": round(time.perf_counter() - t0, 3)},
-            "earmem_version": __version__, "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-
-# %% ../../nbs/experiments/11_evaluation.ipynb #eadee485
-def _category_order(cats) -> list:
-    "LoCoMo's categories in the paper's numbering order, any others after them alphabetically."
-    known = [c for c in LOCOMO_CATEGORIES.values() if c in cats]
-    return known + sorted(c for c in cats if c not in known)
-
-def _percent_table(results: dict, k: int) -> list:
-    "Rows {category, recall@k, hit@k, n} in percent with one decimal, categories first, overall last."
-    rows = [(c, results["by_category"][c]) for c in _category_order(results["by_category"])] + [("overall", results["overall"])]
-    return [{"category": c, f"recall@{k}": round(100 * m[f"recall@{k}"], 1), f"hit@{k}": round(100 * m[f"hit@{k}"], 1),
-             "n": m["n"]} for c, m in rows]
-
+# %% ../../nbs/experiments/11_evaluation.ipynb #b25b59f8
 def format_table(report: dict) -> str:
     "The report as a plain-text table: Recall@k, Hit@k and n per category and overall (percent)."
     k, c = report["config"]["k"], report["config"]
@@ -331,6 +344,7 @@ TRAININGS = {
                              lambda **kw: EARConfig(**{"train_slates": "gumbel", **kw})),
 }
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #03f45ae3
 @dataclass
 class Variant:
     "A method of Tables 2–3: a training (or None) and an inference mode, with the paper's LoCoMo / LongMemEval numbers."
@@ -345,6 +359,7 @@ class Variant:
         "How the final slate is made: 'scores' (no critic at test), 'exploit', 'last' (S^(T)) or 'cited' (cited first)."
         return {"adapter": "scores", "explore": "exploit", "explore-last": "last"}.get(self.inference, "cited")
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #7feefa6a
 VARIANTS = {v.name: v for v in [
     Variant("retriever", "Only Retriever", None, "adapter", {"locomo": (42.60, 52.01), "longmemeval": (62.37, 86.02)}),
     Variant("rl", "Reranker + RL update", "rl", "adapter", {"locomo": (25.97, 34.31), "longmemeval": (59.71, 82.08)}),
@@ -359,6 +374,8 @@ VARIANTS = {v.name: v for v in [
     Variant("ear", "EAR (Explorer at test, exploitation rule)", "ear", "explore", {"locomo": (55.06, 70.83), "longmemeval": (80.28, 94.98)}),
     Variant("ear-last", "EAR (Explorer at test, last slate S^(T))", "ear", "explore-last"),
 ]}
+
+# %% ../../nbs/experiments/11_evaluation.ipynb #a519ac8e
 def _budget_variant(training: str | None, mode: str, T: int) -> Variant:
     "A critic-budget row: `T` test-time critic calls spent on Explorer rounds or on the plain top-T·s, cited first."
     who = {None: "Frozen", "ear": "EAR", "rl": "RL update"}[training]
@@ -382,11 +399,13 @@ class CriticSettings:
 
 def _overrides_key(overrides: dict) -> tuple: return tuple(sorted((overrides or {}).items()))
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #cc8b0ed0
 def make_config(training: str, prep: Prepared, k: int, overrides: dict | None = None) -> EARConfig:
     "The EARConfig of `training` for this experiment (K from `prep`, s = k) with user `overrides`."
     if training not in TRAININGS: raise ValueError(f"training: expected one of {sorted(TRAININGS)}, got {training!r}")
     return TRAININGS[training].config(**{"K": prep.K, "s": k, **(overrides or {})})
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #42154b68
 def train_learner(prep: Prepared, training: str, seed: int = 0, k: int = 5, overrides: dict | None = None,
                   feedback: CriticSettings | None = None, progress: bool = True, queries: Sequence[Query] | None = None,
                   callback: Callable | None = None) -> tuple:
@@ -448,6 +467,7 @@ def trained(prep: Prepared, training: str, seed: int, k: int, overrides: dict | 
     if key not in cache: cache[key] = train_learner(prep, training, seed, k, overrides, fb, progress)
     return cache[key]
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #05992493
 def run_variant(prep: Prepared, name: str, k: int = 5, seed: int = 0, overrides: dict | None = None,
                 feedback: CriticSettings | None = None, progress: bool = True) -> tuple:
     "Rankings of variant `name` on the test queries: (rankings, info about training and inference)."
@@ -459,6 +479,7 @@ def run_variant(prep: Prepared, name: str, k: int = 5, seed: int = 0, overrides:
     rankings, iinfo = infer(prep, learner, v.inference, k, seed, feedback, overrides)
     return rankings, {"training": tinfo, "inference": iinfo}
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #ed2c9285
 def _register_variant(v: Variant):
     def method(prep, *, k=5, seed=0, progress=True): return run_variant(prep, v.name, k, seed, progress=progress)[0]
     method.__name__ = v.name.replace("-", "_")
@@ -466,6 +487,16 @@ def _register_variant(v: Variant):
 
 for _v in VARIANTS.values():
     if _v.name != "retriever": _register_variant(_v)
+
+# %% ../../nbs/experiments/11_evaluation.ipynb #2ef80b9d
+def toy_prep(n_queries: int = 400, K: int = 10, test_size: float = 0.25, seed: int = 0, **world) -> Prepared:
+    "A `Prepared` benchmark built from `earmem.toys.toy_world` (no encoder, no files): for tests and examples."
+    from earmem.toys import toy_world
+    banks, queries, vecs = toy_world(n_queries=n_queries, seed=seed, **world)
+    n_test = int(round(test_size * len(queries)))
+    cands = retrieve_candidates(queries, vecs, banks, K)
+    return Prepared(None, None, K, "test", seed, test_size, banks, queries[:-n_test], queries[-n_test:],
+                    {q.id: v for q, v in zip(queries, vecs)}, cands)
 
 # %% ../../nbs/experiments/11_evaluation.ipynb #da712336
 @dataclass
@@ -481,6 +512,7 @@ class TestSet:
 
     def __len__(self): return len(self.query_ids)
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #0d51541e
 def build_test_set(queries: Sequence[Query], candidates: dict) -> TestSet:
     "Stack the candidates (`candidates`: query id → `Candidates`) of `queries` into a `TestSet`."
     queries = list(queries)
@@ -498,6 +530,7 @@ def build_test_set(queries: Sequence[Query], candidates: dict) -> TestSet:
     return TestSet([q.id for q in queries], [q.category or "all" for q in queries], Q, M, valid, gold,
                    np.array([len(set(q.gold)) for q in queries]))
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #a0142f8d
 @torch.no_grad()
 def batched_slates(adapter: ResidualAdapter | None, test: TestSet, s: int) -> np.ndarray:
     "Top-`s` candidate positions (n, s) of every test query under `adapter` (None: the frozen similarities)."
@@ -509,11 +542,13 @@ def batched_slates(adapter: ResidualAdapter | None, test: TestSet, s: int) -> np
     scores = np.where(test.valid, scores.numpy().astype(np.float64), -np.inf)
     return np.argsort(-scores, axis=1, kind="stable")[:, :s]
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #5ae45bfc
 def slate_recall(test: TestSet, slates: np.ndarray) -> np.ndarray:
     "Strict Recall@s per query (1 = all gold in the slate); NaN for queries without gold."
     hits = np.take_along_axis(test.gold, np.asarray(slates), axis=1).sum(1)
     return np.where(test.n_gold > 0, (hits == test.n_gold).astype(float), np.nan)
 
+# %% ../../nbs/experiments/11_evaluation.ipynb #72fa1d50
 def by_category(values: np.ndarray, categories: Sequence[str]) -> dict:
     "Mean of per-query `values` (NaN = not applicable) per category, in percent, with the count n; plus 'overall'."
     values, cats = np.asarray(values, float), np.asarray(categories)
@@ -523,20 +558,3 @@ def by_category(values: np.ndarray, categories: Sequence[str]) -> dict:
         v = v[~np.isnan(v)]
         out[c] = {"mean": float(100 * v.mean()) if len(v) else None, "n": int(len(v))}
     return out
-
-# %% ../../nbs/experiments/11_evaluation.ipynb #baaba786
-def _category_order(cats) -> list:
-    "LoCoMo's categories in the paper's order (single-hop, multi-hop, temporal, open-domain), others after them."
-    paper = ["single-hop", "multi-hop", "temporal", "open-domain"] + list(LOCOMO_CATEGORIES.values())
-    known = [c for c in dict.fromkeys(paper) if c in cats]
-    return known + sorted(c for c in cats if c not in known)
-
-# %% ../../nbs/experiments/11_evaluation.ipynb #2ef80b9d
-def toy_prep(n_queries: int = 400, K: int = 10, test_size: float = 0.25, seed: int = 0, **world) -> Prepared:
-    "A `Prepared` benchmark built from `earmem.toys.toy_world` (no encoder, no files): for tests and examples."
-    from earmem.toys import toy_world
-    banks, queries, vecs = toy_world(n_queries=n_queries, seed=seed, **world)
-    n_test = int(round(test_size * len(queries)))
-    cands = retrieve_candidates(queries, vecs, banks, K)
-    return Prepared(None, None, K, "test", seed, test_size, banks, queries[:-n_test], queries[-n_test:],
-                    {q.id: v for q, v in zip(queries, vecs)}, cands)

@@ -59,6 +59,7 @@ def _mnrl(model):
     except ImportError: from sentence_transformers.losses import MultipleNegativesRankingLoss
     return MultipleNegativesRankingLoss(model)
 
+# %% ../../nbs/experiments/12_finetune.ipynb #ec559401
 def contrastive_steps(model, triples: Sequence[tuple], config: FinetuneConfig, progress: bool = True) -> list:
     "Train the sentence-transformers `model` in place on `triples` (Eq. above); the loss of every step."
     from transformers import get_linear_schedule_with_warmup
@@ -88,6 +89,7 @@ def finetune_key(encoder: Encoder, triples: Sequence[tuple], config: FinetuneCon
     blob = json.dumps([encoder.model_id, asdict(config), [list(t) for t in triples]], ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
+# %% ../../nbs/experiments/12_finetune.ipynb #3c6a0f40
 def _read_info(out: Path) -> dict | None:
     "The fine-tune record of folder `out`; None when there is no folder."
     if not out.exists(): return None
@@ -96,6 +98,7 @@ def _read_info(out: Path) -> dict | None:
     try: return json.loads((out / INFO).read_text())
     except (OSError, ValueError) as e: raise ValueError(f"out: cannot read {out / INFO}: {e}") from e
 
+# %% ../../nbs/experiments/12_finetune.ipynb #b14909cb
 def _check_triples(triples) -> list:
     triples = [tuple(t) for t in triples]
     if not triples: raise ValueError("triples: expected at least one (question, cited text, uncited text) triple")
@@ -132,6 +135,7 @@ def reencode(prep: Prepared, encoder: Encoder, queries: Sequence[Query] | None =
     cands = retrieve_candidates(queries, Q, new, prep.K, prep.retriever, prep.retriever_options)
     return replace(prep, encoder=encoder, banks=new, query_vectors={q.id: v for q, v in zip(queries, Q)}, candidates=cands)
 
+# %% ../../nbs/experiments/12_finetune.ipynb #44e2d074
 def finetuned_encoder(prep: Prepared, seed: int = 0, config: FinetuneConfig | None = None, critic=None,
                       cache_dir: str | Path | None = None, progress: bool = True) -> Encoder:
     "`prep`'s encoder fine-tuned on what `critic` (default: the citation simulator of `seed`) cites for its training queries."

@@ -17,7 +17,7 @@ from ..core import (Encoder, Candidates, Query, RETRIEVERS, check_choice, check_
                          check_probability, evaluate, make_retriever, top_k)
 from .data import Benchmark, load_locomo, load_longmemeval, LOCOMO_CATEGORIES
 from ..ear.replay import EAR, EARConfig, rl_config
-from ..ear.critic import CitationSimulator
+from ..ear.critic import PAPER_PRECISION, PAPER_RECALL, CitationSimulator
 
 # %% auto #0
 __all__ = ['METHODS', 'register_method', 'PRESETS', 'BENCHMARKS', 'TRAININGS', 'VARIANTS', 'BUDGETS', 'TABLE2', 'TABLE3',
@@ -394,8 +394,8 @@ TABLE3 = ["rl", "explorer-train", "buffer-train", "ear-adapter", "explorer-test"
 @dataclass
 class CriticSettings:
     "Settings of the simulated critic (App. A.2)."
-    precision: float = 0.88
-    recall: float = 0.86
+    precision: float = PAPER_PRECISION  # App. A.2's critic
+    recall: float = PAPER_RECALL
 
 def _overrides_key(overrides: dict) -> tuple: return tuple(sorted((overrides or {}).items()))
 

@@ -64,7 +64,9 @@ def test_langchain_filters_async_and_batch(store):
 
 
 def test_langchain_bad_input(store):
-    with pytest.raises(TypeError, match="unexpected filter"): langchain_retriever(store, colour="red")
+    with pytest.raises(TypeError, match="colour: unknown argument of search_kwargs"): langchain_retriever(store, colour="red")
+    with pytest.raises(ValueError, match="did you mean 'kinds'"): langchain_retriever(store, kind=["fact"])
+    with pytest.raises(ValueError, match="kinds: expected one of"): langchain_retriever(store, kinds=["rumour"])
     with pytest.raises(ValueError, match="k"): langchain_retriever(store, k=0)
     r = langchain_retriever(store)
     with pytest.raises(ValueError, match="query"): r.invoke("   ")
@@ -92,7 +94,22 @@ def test_llamaindex_nodes_and_feedback(store):
 
 def test_llamaindex_filters(store):
     assert [n.node.node_id for n in llamaindex_retriever(store, k=5, kinds=["preference"]).retrieve(QUESTION)] == ["m3"]
-    with pytest.raises(TypeError, match="unexpected filter"): llamaindex_retriever(store, colour="red")
+    with pytest.raises(TypeError, match="colour: unknown argument of search_kwargs"): llamaindex_retriever(store, colour="red")
+    assert [n.node.node_id for n in llamaindex_retriever(store, k=5, store="episodic").retrieve(QUESTION)] == ["m2"]
+
+
+def test_every_filter_field_and_the_shared_tool_layer(store):
+    "search_kwargs take SearchFilter's fields and min_relevance; retrievers on one store share its search ids."
+    ids = lambda **kw: [d.metadata["id"] for d in langchain_retriever(store, k=5, **kw).invoke(QUESTION)]
+    assert ids(kinds=["decision"]) == ["m1"] and ids(entities=["Lee"]) == ["m3"] and ids(store="episodic") == ["m2"]
+    assert ids(since="2026-03-04T00:00:00Z", until="2026-03-04T00:00:01Z") == ["m1"] and ids(min_relevance=0.99) == []
+    try: assert ids(metadata={"project": "orders"}) == []                    # no memory carries that metadata
+    except ValueError as e: assert str(e).startswith("metadata:")           # or the backend names what it cannot filter yet
+    lc, li = langchain_retriever(store, k=2), llamaindex_retriever(store, k=2)
+    assert lc.tools is li.tools is store.tools
+    nodes = li.retrieve(QUESTION)
+    fb = lc.feedback([nodes[1].node.node_id], search_id=nodes[1].node.metadata["search_id"])   # cited through the other door
+    assert fb["labels"] == {"m2": -1, "m1": 1} and set(fb) >= {"search_id", "labels", "loss"}
 
 
 def test_cited_ids_shapes():

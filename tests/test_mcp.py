@@ -52,8 +52,10 @@ def test_tool_schemas(server):
     tools = run_client(server, script)
     assert set(tools) == {"search", "add", "feedback", "retract", "correct", "history", "inject"}
     s = tools["search"].input_schema
-    assert s["required"] == ["query"] and {"k", "kinds", "entities", "min_relevance"} <= set(s["properties"])
+    assert s["required"] == ["query"] and {"k", "kinds", "entities", "since", "until", "store", "metadata", "min_relevance"} <= set(s["properties"])
     assert tools["add"].input_schema["required"] == ["text", "kind"]
+    from earmem.memory.agent import tool_schema
+    assert all(t.input_schema == tool_schema(name) for name, t in tools.items())   # one schema, the tool layer's
 
 
 def test_add_search_feedback_changes_ranking(server):
@@ -66,7 +68,7 @@ def test_add_search_feedback_changes_ranking(server):
         return a, b, s1, fb, s2
     a, b, s1, fb, s2 = run_client(server, script)
     assert [h["id"] for h in s1["hits"]] == [b["id"], a["id"]]
-    assert fb["labels"] == {b["id"]: -1, a["id"]: 1}
+    assert fb["labels"] == {b["id"]: -1, a["id"]: 1} and fb["search_id"] == s1["search_id"] and isinstance(fb["loss"], float)
     assert [h["id"] for h in s2["hits"]] == [a["id"], b["id"]]
     h = s2["hits"][0]
     assert h["rank"] == 1 and h["score"] > s2["hits"][1]["score"] and h["relevance"] != h["frozen_relevance"]
@@ -79,11 +81,15 @@ def test_relevance_floor_and_filters(server):
         high = await call("search", {"query": QUESTION, "min_relevance": 0.99})
         kinds = await call("search", {"query": QUESTION, "kinds": ["preference"]})
         ents = await call("search", {"query": QUESTION, "entities": ["Lee"]})
-        return high, kinds, ents
-    high, kinds, ents = run_client(server, script)
+        store = await call("search", {"query": QUESTION, "store": "episodic"})
+        meta = await call("search", {"query": QUESTION, "metadata": {"project": "orders"}})
+        return high, kinds, ents, store, meta
+    high, kinds, ents, store, meta = run_client(server, script)
     assert high["hits"] == [] and "relevance floor" in high["note"]
     assert [h["kind"] for h in kinds["hits"]] == ["preference"]
     assert [h["entities"] for h in ents["hits"]] == [["Lee"]]
+    assert store["hits"] == []                                # both memories are semantic
+    assert "hits" in meta or meta["error"].startswith("metadata:")   # passed on: filtered, or refused by name until backends do it
 
 
 def test_structured_errors_never_crash(server):
@@ -93,15 +99,19 @@ def test_structured_errors_never_crash(server):
                await call("feedback", {"cited": ["m1"]}),  # no search yet
                await call("history", {"id": "m404"}),
                await call("retract", {"id": "m404", "reason": "wrong"}),
-               await call("search", {"query": "x", "k": "many"})]  # schema violation: SDK error result
+               await call("search", {"query": "x", "k": "many"}),  # wrong type: the tool layer's check, an {"error"} result
+               await call("search", {"query": "x", "kind": ["fact"]}),  # misspelt argument: refused, not dropped
+               await call("add", {"text": "x", "kind": "fact", "colour": "red"})]
         out.append(await call("add", {"text": DECISION, "kind": "decision"}))  # still serving
         return out
-    empty, kind, nosearch, hist, retr, schema, ok = run_client(server, script)
+    empty, kind, nosearch, hist, retr, schema, misspelt, unknown, ok = run_client(server, script)
     assert empty["error"].startswith("query:")
     assert "kind" in kind["error"]
     assert "no search has been made" in nosearch["error"]
     assert "no memory" in hist["error"] and "no memory" in retr["error"]
-    assert "is_error" in schema
+    assert schema == {"error": "k: expected integer, got str 'many'"}
+    assert misspelt["error"].startswith("kind: unknown argument of search (did you mean 'kinds'?)")
+    assert unknown["error"].startswith("colour: unknown argument of add")
     assert ok["action"] == "inserted"
 
 

@@ -482,23 +482,44 @@ def test_tool_interface(tmp_path):
     s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64))
     s.add_many(MEMORIES)
     specs = s.tool_specs()
-    fct.test_eq([t["function"]["name"] for t in specs], ["memory_search", "memory_add"])
+    fct.test_eq([t["function"]["name"] for t in specs], ["memory_search", "memory_add", "memory_feedback"])
     json.dumps(specs)                                         # plain JSON
     fct.test_eq(specs[0]["function"]["parameters"]["required"], ["query"])
+    assert {"kinds", "entities", "since", "until", "store", "metadata", "min_relevance"} <= set(specs[0]["function"]["parameters"]["properties"])
     res = json.loads(s.handle_tool_call("memory_search", json.dumps({"query": "the CI pipeline failed", "k": 2})))
     fct.test_eq(res["memories"][0]["id"], "m3")
     assert res["memories"][0]["label"].startswith("[m3] From memory (2026-02-20, failure, confidence")
-    s.feedback(s.last_tool_hits, cited=["m3"])
+    fb = json.loads(s.handle_tool_call("memory_feedback", {"cited": ["m3"], "search_id": res["search_id"]}))
+    fct.test_eq((fb["search_id"], list(fb["labels"]), fb["labels"]["m3"]), (res["search_id"], [m["id"] for m in res["memories"]], 1))
+    assert isinstance(fb["loss"], float) and s.stats()["feedback"] == 1
     res = json.loads(s.handle_tool_call("memory_search", {"query": "orchestral music theory"}))
     fct.test_eq((res["memories"], "note" in res), ([], True))
     res = json.loads(s.handle_tool_call("memory_add", '{"text": "Deploys are frozen in December", "kind": "decision", "entities": ["ops"]}'))
     fct.test_eq(res["action"], "inserted")
     fct.test_eq(s.get(res["id"]).source, "tool:memory_add")
     for name, args, msg in [("memory_search", "{not json", "Expecting"), ("memory_search", "{}", "query: is required"),
-                            ("memory_search", '{"query": "x", "colour": 1}', "unknown field"),
+                            ("memory_search", '{"query": "x", "colour": 1}', "colour: unknown argument of search"),
+                            ("memory_search", '{"query": "x", "kind": ["fact"]}', "did you mean 'kinds'"),
                             ("memory_add", '{"text": "x", "kind": "rumour"}', "kind: expected one of"),
+                            ("memory_feedback", '{"cited": ["m1"], "search_id": "s99"}', "search_id: unknown or forgotten"),
                             ("memory_delete", "{}", "unknown tool")]:
         assert msg in json.loads(s.handle_tool_call(name, args))["error"]
+    s.close()
+
+
+def test_feedback_result_shape(tmp_path):
+    "feedback returns labels as {id: ±1} in hit order and the loss; a frozen learner logs without learning (loss None)."
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=StoreConfig(min_relevance=-1.0))
+    s.add_many(MEMORIES)
+    hits = s.search("which database did Dana choose?", k=3)
+    assert len(hits) == 3
+    out = s.feedback(hits, cited=hits.ids[1:2])
+    fct.test_eq(list(out["labels"].items()), [(i, 1 if i == hits.ids[1] else -1) for i in hits.ids])
+    assert isinstance(out["loss"], float) and {"loss_cur", "loss_rep"} <= set(out)
+    json.dumps(out)                                           # plain JSON, as every door returns it
+    s.learner_problem = "frozen for the test"
+    with pytest.warns(RuntimeWarning, match="logged but not learned"):
+        fct.test_eq(s.feedback(hits, cited=[]), {"labels": {i: -1 for i in hits.ids}, "loss": None})
     s.close()
 
 

@@ -32,27 +32,33 @@ def _sync_learner(self: Learning):
 
 # %% ../../nbs/memory/22_learning.ipynb #109a9c09
 def _learner_dim(learner) -> int | None:
+    "The embedding dimension `learner`'s adapter works in (None when it does not say)."
     d = getattr(learner, "dim", None)
     return int(d) if d is not None else None
 
 @patch
 def _new_learner(self: Learning):
+    "A fresh EAR learner for this host: K = config.candidates, s = 5 (at most K), a buffer of 1,000 experiences, `config.ear` on top."
     from earmem.ear.replay import EAR, EARConfig
     cfg = {"K": self.config.candidates, "s": min(5, self.config.candidates), "capacity": 1000, **self.config.ear}
     return EAR(self.dim, EARConfig(**cfg), seed=self.config.seed)
 
+# %% ../../nbs/memory/22_learning.ipynb #7a1b2c05
 @patch
-def set_learner(self: Learning, learner) -> None:
-    "Use `learner` (an `earmem.ear.replay.EAR` or anything with scores/observe/save) from now on, as if it had seen the whole feedback log; checkpointed."
-    for a in ("scores", "observe", "save"):
-        if not hasattr(learner, a): raise TypeError(f"learner: {type(learner).__name__} has no {a!r}; expected an earmem.ear.replay.EAR")
-    if _learner_dim(learner) != self.dim:
-        raise ValueError(f"learner: its adapter has dimension {_learner_dim(learner)}, but the store's embeddings have dimension {self.dim}")
-    check_finite_learner(learner, "the given learner")
-    with self._lock:
-        self._learner, self._learner_seq, self.learner_problem = learner, self._backend.last_feedback(), None
-        if not self.readonly: self._learner_version = self._backend.save_learner(learner, self._learner_seq, force=True)
+def _learn(self: Learning, cands: Candidates, positions, labels) -> dict:
+    "One EAR update from ±1 labels on the slate `positions` of `cands` (the plug-in point for learning)."
+    if self._learner is None: self._learner = self._new_learner()
+    with one_blas_thread():
+        return self._learner.observe(cands, [np.asarray(positions, dtype=np.int64)], [np.asarray(labels, dtype=np.int8)])
 
+# %% ../../nbs/memory/22_learning.ipynb #7a1b2c08
+@patch
+def _checkpoint(self: Learning):
+    "Save the learner (up to the feedback row it has learned) through the backend; a newer checkpoint elsewhere wins."
+    if self._learner is None or self.learner_problem is not None: return
+    self._learner_version, self._unsaved = self._backend.save_learner(self._learner, self._learner_seq), 0
+
+# %% ../../nbs/memory/22_learning.ipynb #7a1b2c0a
 @patch
 def _load_learner(self: Learning, version: str):
     "Load checkpoint `version` ('' = no learner yet); one that cannot be loaded leaves frozen retrieval and a warning."
@@ -67,11 +73,18 @@ def _load_learner(self: Learning, version: str):
                       "frozen retrieval. Rebuild it from the feedback log with MemoryStore.repair() (earmem memory repair).",
                       RuntimeWarning, stacklevel=4)
 
+# %% ../../nbs/memory/22_learning.ipynb #7a1b2c0d
 @patch
-def _checkpoint(self: Learning):
-    "Save the learner (up to the feedback row it has learned) through the backend; a newer checkpoint elsewhere wins."
-    if self._learner is None or self.learner_problem is not None: return
-    self._learner_version, self._unsaved = self._backend.save_learner(self._learner, self._learner_seq), 0
+def set_learner(self: Learning, learner) -> None:
+    "Use `learner` (an `earmem.ear.replay.EAR` or anything with scores/observe/save) from now on, as if it had seen the whole feedback log; checkpointed."
+    for a in ("scores", "observe", "save"):
+        if not hasattr(learner, a): raise TypeError(f"learner: {type(learner).__name__} has no {a!r}; expected an earmem.ear.replay.EAR")
+    if _learner_dim(learner) != self.dim:
+        raise ValueError(f"learner: its adapter has dimension {_learner_dim(learner)}, but the store's embeddings have dimension {self.dim}")
+    check_finite_learner(learner, "the given learner")
+    with self._lock:
+        self._learner, self._learner_seq, self.learner_problem = learner, self._backend.last_feedback(), None
+        if not self.readonly: self._learner_version = self._backend.save_learner(learner, self._learner_seq, force=True)
 
 # %% ../../nbs/memory/22_learning.ipynb #2a344c26
 def _feedback_record(cands: Candidates, positions) -> tuple:
@@ -92,6 +105,7 @@ def _logged_candidates(query: str, record: dict, vectors: bytes, dim: int) -> tu
     return Candidates(Query(f"search:{query[:40]}", query), v[:dim].copy(), mems, v[dim:dim + K * dim].reshape(K, dim).copy(),
                       scores, base, scale), record["positions"]
 
+# %% ../../nbs/memory/22_learning.ipynb #7a1b2c11
 @patch
 def _replay(self: Learning, rows: list) -> int:
     "Learn the logged feedback `rows` in order (rows logged before the log kept vectors are skipped); returns how many were learned."
@@ -101,13 +115,6 @@ def _replay(self: Learning, rows: list) -> int:
             self._learn(*_logged_candidates(query, record, vectors, self.dim), labels); learned += 1
         self._learner_seq = seq
     return learned
-
-@patch
-def _learn(self: Learning, cands: Candidates, positions, labels) -> dict:
-    "One EAR update from ±1 labels on the slate `positions` of `cands` (the plug-in point for learning)."
-    if self._learner is None: self._learner = self._new_learner()
-    with one_blas_thread():
-        return self._learner.observe(cands, [np.asarray(positions, dtype=np.int64)], [np.asarray(labels, dtype=np.int8)])
 
 @patch
 def _drop_learner(self: Learning):
@@ -126,6 +133,7 @@ def _feedback_labels(self: Learning, hits: Hits, cited) -> list:
     if unknown: raise ValueError(f"cited: {unknown} are not among the hits {hits.ids}")
     return [1 if h.id in cited else -1 for h in hits]
 
+# %% ../../nbs/memory/22_learning.ipynb #7a1b2c16
 @patch
 def _learn_and_log(self: Learning, hits: Hits, labels: list) -> dict:
     "Inside the write transaction: catch up with the log, learn this feedback (unless the learner is frozen), log it."
@@ -141,7 +149,7 @@ def _learn_and_log(self: Learning, hits: Hits, labels: list) -> dict:
 def feedback(self: Learning,
              hits: Hits,  # what search() returned (and the agent saw)
              cited: Sequence[str] = ()) -> dict:  # ids of the hits the answer used
-    "Learn from citations: cited hits +1, the other hits −1 (EAR feedback); logged, learner checkpointed."
+    "Learn from citations: cited hits +1, the other hits −1 (EAR feedback); logged, learner checkpointed. Returns {labels: {id: ±1}, loss, …}."
     self._check_open()
     if self.readonly: raise PermissionError(f"store: {self.path} is read-only ({self.readonly_reason}); nothing was written")
     labels = self._feedback_labels(hits, cited)
@@ -153,8 +161,9 @@ def feedback(self: Learning,
         if self._unsaved >= self.config.checkpoint_every: self._checkpoint()
     if self.learner_problem is not None:
         warnings.warn(f"store {self.path}: feedback logged but not learned (frozen learner: {self.learner_problem})", RuntimeWarning, stacklevel=2)
-    return {**out, "labels": labels}
+    return {"labels": dict(zip(hits.ids, labels)), "loss": out.get("loss"), **out}
 
+# %% ../../nbs/memory/22_learning.ipynb #7a1b2c1b
 @patch
 def flush(self: Learning) -> None:
     "Checkpoint the learner now (when there is unsaved feedback)."

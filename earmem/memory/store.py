@@ -63,18 +63,9 @@ class MemoryStore(Learning):
         except BaseException:
             if self._backend is not None: self._backend.close()
             raise
-        self._token, self._count_tokens, self.last_tool_hits = object(), None, None
+        self._token, self._count_tokens = object(), None
         self._unsaved = 0  # feedback calls since the last learner checkpoint
         close_at_exit(self)
-
-    @property
-    def encoder(self):
-        "The store's encoder (built from the manifest on first use when none was given)."
-        if self._encoder is None: self._encoder = encoder_from_id(self.manifest["encoder"])
-        return self._encoder
-
-    @property
-    def _index(self): return self._backend.index
 
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
@@ -96,11 +87,15 @@ def _read_only_mount(path: Path) -> bool:
     try: return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
     except (OSError, AttributeError): return False
 
-@patch
-def _fall_back_to_readonly(self: MemoryStore):
-    "Open a store this process cannot write as a reader (search works, writes raise PermissionError naming the cause)."
-    self.readonly, self.readonly_reason = True, f"{self.path} is on a read-only file system or not writable by this user"
-    warnings.warn(f"store: {self.readonly_reason}; opened read-only (search works, nothing is written)", RuntimeWarning, stacklevel=3)
+# %% ../../nbs/memory/23_store.ipynb #3b0e003a
+@patch(as_prop=True)
+def encoder(self: MemoryStore):
+    "The store's encoder (built from the manifest on first use when none was given)."
+    if self._encoder is None: self._encoder = encoder_from_id(self.manifest["encoder"])
+    return self._encoder
+
+@patch(as_prop=True)
+def _index(self: MemoryStore): return self._backend.index
 
 # %% ../../nbs/memory/23_store.ipynb #363d15f1
 @patch
@@ -112,6 +107,37 @@ def _new_manifest(self: MemoryStore, encoder, config) -> dict:
     return {"format": STORE_FORMAT, "version": STORE_VERSION, "encoder": enc.model_id, "dim": int(probe.shape[1]),
             "created": iso(time.time()), "config": (config or StoreConfig()).to_json()}
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e0005
+def _folder_manifest(p: Path, create: bool, new_manifest: Callable[[], dict]) -> dict:
+    "The manifest of the store folder `p`, creating the store (with `new_manifest()`) when the folder is missing or empty and `create`."
+    if p.exists() and not p.is_dir(): raise ValueError(f"path: {p} is a file; expected a memory-store folder")
+    if (p / MANIFEST_NAME).exists(): return read_manifest(p / MANIFEST_NAME)
+    if p.exists() and any(p.iterdir()):
+        raise ValueError(f"path: {p} is not empty and has no {MANIFEST_NAME}: it is not an earmem memory store; "
+                         "refusing to open or overwrite it")
+    if not create: raise FileNotFoundError(f"path: no memory store at {p}")
+    return create_store_folder(p, new_manifest())
+
+@patch
+def _open_or_create(self: MemoryStore, encoder, config, create: bool) -> dict:
+    "The manifest of the store at `self.path`, creating the store when the folder is missing or empty (a URL: its backend's opener)."
+    new_manifest = lambda: self._new_manifest(encoder, config)
+    if self.url is None: return _folder_manifest(self.path, create and not self.readonly, new_manifest)
+    self._backend, manifest = backend_opener(url_scheme(self.url))(
+        self.url, self.namespace, readonly=self.readonly, create=create, lock_timeout=self.lock_timeout, new_manifest=new_manifest)
+    return manifest
+
+# %% ../../nbs/memory/23_store.ipynb #3b0e0008
+@patch
+def _use_config(self: MemoryStore, config):
+    "The given config (saved to the manifest when it differs), else the saved one."
+    self.config = StoreConfig.from_json(self.manifest.get("config", {})) if config is None else config
+    if config is not None and config.to_json() != self.manifest.get("config") and not self.readonly:
+        self.manifest["config"] = config.to_json()
+        if self._backend is not None: self._backend.save_manifest(self.manifest)  # a URL store: the manifest is in the database
+        else: atomic_write_json(self.path / MANIFEST_NAME, self.manifest)
+
+# %% ../../nbs/memory/23_store.ipynb #6a8cc42d
 @patch
 def _open(self: MemoryStore, encoder, config, create: bool):
     "Find or create the store, check the encoder against it, settle the config, connect the backend, load the learner."
@@ -127,33 +153,6 @@ def _open(self: MemoryStore, encoder, config, create: bool):
     self._connect()
 
 @patch
-def _open_or_create(self: MemoryStore, encoder, config, create: bool) -> dict:
-    "The manifest of the store at `self.path`, creating the store when the folder is missing or empty (a URL: its backend's opener)."
-    if self.url is not None:
-        self._backend, manifest = backend_opener(url_scheme(self.url))(
-            self.url, self.namespace, readonly=self.readonly, create=create, lock_timeout=self.lock_timeout,
-            new_manifest=lambda: self._new_manifest(encoder, config))
-        return manifest
-    p = self.path
-    if p.exists() and not p.is_dir(): raise ValueError(f"path: {p} is a file; expected a memory-store folder")
-    if (p / MANIFEST_NAME).exists(): return read_manifest(p / MANIFEST_NAME)
-    if p.exists() and any(p.iterdir()):
-        raise ValueError(f"path: {p} is not empty and has no {MANIFEST_NAME}: it is not an earmem memory store; "
-                         "refusing to open or overwrite it")
-    if not create or self.readonly: raise FileNotFoundError(f"path: no memory store at {p}")
-    return create_store_folder(p, self._new_manifest(encoder, config))
-
-@patch
-def _use_config(self: MemoryStore, config):
-    "The given config (saved to the manifest when it differs), else the saved one."
-    self.config = StoreConfig.from_json(self.manifest.get("config", {})) if config is None else config
-    if config is not None and config.to_json() != self.manifest.get("config") and not self.readonly:
-        self.manifest["config"] = config.to_json()
-        if self._backend is not None: self._backend.save_manifest(self.manifest)  # a URL store: the manifest is in the database
-        else: atomic_write_json(self.path / MANIFEST_NAME, self.manifest)
-
-# %% ../../nbs/memory/23_store.ipynb #6a8cc42d
-@patch
 def _connect(self: MemoryStore):
     "Open the backend (a folder's; a URL's is open already) and load the current learner checkpoint (closing the backend if that fails)."
     if self._backend is None:
@@ -165,6 +164,7 @@ def _connect(self: MemoryStore):
         self._sync_learner()
     except BaseException: self._backend.close(); raise
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e000c
 @patch
 def _refresh(self: MemoryStore):
     "Catch up with every commit (own and other processes'), learner checkpoint included."
@@ -181,10 +181,21 @@ def _fresh(self: MemoryStore):
         if self._backend.db is not None: self._maybe_refresh()
     return self._backend
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e0013
 @patch
 def _check_open(self: MemoryStore):
     if self._backend is None or self._backend.db is None: raise ValueError(f"store: {self.path} is closed")
 
+@patch
+def close(self: MemoryStore):
+    "Save a pending learner checkpoint and close the database."
+    with self._lock:
+        if self._backend is None or self._backend.db is None: return
+        try:
+            if self._unsaved and not self.readonly: self._checkpoint()
+        finally: self._backend.close()
+
+# %% ../../nbs/memory/23_store.ipynb #3b0e000f
 @patch
 @contextmanager
 def _write(self: MemoryStore):
@@ -199,14 +210,12 @@ def _write(self: MemoryStore):
 def _audit(self: MemoryStore, memory_id: str, action: str, detail: dict, at: float | None = None):
     self._backend.audit_many([(self.clock() if at is None else at, memory_id, action, detail)])
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e0038
 @patch
-def close(self: MemoryStore):
-    "Save a pending learner checkpoint and close the database."
-    with self._lock:
-        if self._backend is None or self._backend.db is None: return
-        try:
-            if self._unsaved and not self.readonly: self._checkpoint()
-        finally: self._backend.close()
+def _fall_back_to_readonly(self: MemoryStore):
+    "Open a store this process cannot write as a reader (search works, writes raise PermissionError naming the cause)."
+    self.readonly, self.readonly_reason = True, f"{self.path} is on a read-only file system or not writable by this user"
+    warnings.warn(f"store: {self.readonly_reason}; opened read-only (search works, nothing is written)", RuntimeWarning, stacklevel=3)
 
 # %% ../../nbs/memory/23_store.ipynb #31402f72
 @patch
@@ -247,6 +256,7 @@ def _link_updates(self: MemoryStore, fresh: list, rev: int, now: float) -> list:
     self._backend.update_many(("status", "metadata"), stored, rev)
     return audit
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e001a
 @patch
 def _write_batch(self: MemoryStore, fresh: list, merges: dict, batch_ids: set, rev: int, now: float):
     "Write the planned batch through the backend (inside `_write`): new rows, merged fields, supersede links, audit entries."
@@ -264,6 +274,7 @@ def _write_batch(self: MemoryStore, fresh: list, merges: dict, batch_ids: set, r
     audit += [(now, mid, "merge", d) for mid, m in merges.items() for d in m["dups"]]
     b.audit_many(audit)
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e001c
 def _add_result(where, ref, sim, decision, fresh: list, merges: dict) -> AddResult:
     "The `AddResult` of one planned item."
     if where == "old": return AddResult(ref, "merged", sim, merges[ref]["count"])
@@ -288,6 +299,7 @@ def _batch_vectors(self: MemoryStore, prepared: list, embeddings) -> np.ndarray:
     if len(V) != len(prepared): raise ValueError(f"embeddings: expected {len(prepared)} rows (one per item), got {len(V)}")
     return unit_rows(V)
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e001f
 @patch
 def add_many(self: MemoryStore,
              items: Sequence,  # dicts with add()'s fields (text, kind, entities, importance, timestamp, source, id, metadata, confidence, store), strings or Memory objects
@@ -306,6 +318,7 @@ def add_many(self: MemoryStore,
     V = self._batch_vectors(prepared, embeddings)
     with self._write() as rev: return self._insert_batch(prepared, V, rev, now)
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e0021
 @patch
 def add(self: MemoryStore,
         text: str,  # self-contained wording: who, what, when
@@ -334,6 +347,7 @@ def get(self: MemoryStore, id: str) -> MemoryRecord:
     self._check_open()
     with self._lock: return self._record(id)
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e0024
 @patch
 def _chain(self: MemoryStore, id: str) -> list:
     "Ids of the versions of memory `id` (following supersedes / superseded_by both ways), oldest first."
@@ -367,6 +381,7 @@ def _updated_item(self: MemoryStore, old: MemoryRecord, changes: dict) -> dict:
     if "timestamp" not in changes: item["created"] = float(self._backend.row(old.id)[8])  # RECORD_COLUMNS: created
     return item
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e0026
 @patch
 def update(self: MemoryStore, id: str, *, reason: str | None = None, **changes) -> MemoryRecord:
     "Edit memory `id` in place (text, kind, entities, importance, confidence, timestamp, source, metadata); audited."
@@ -414,6 +429,7 @@ def retract(self: MemoryStore, id: str, reason: str, correction: str | None = No
         self._audit(id, "retract", {"reason": reason, "correction": result.id if result else None})
     return result
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e0028
 @patch
 def delete(self: MemoryStore, id: str) -> None:
     "Erase memory `id`: the row and its text in earlier audit entries go; a 'delete' audit entry remains."
@@ -422,7 +438,7 @@ def delete(self: MemoryStore, id: str) -> None:
         if not self._backend.erase(id, rev): raise KeyError(f"id: no memory {id!r} in {self.path}")
         self._audit(id, "delete", {})
 
-# %% ../../nbs/memory/23_store.ipynb #029248bf
+# %% ../../nbs/memory/23_store.ipynb #3b0e002a
 @patch
 def _query_vector(self: MemoryStore, query) -> tuple:
     "(text, unit query embedding) of a query string or a precomputed embedding."
@@ -435,6 +451,7 @@ def _query_vector(self: MemoryStore, query) -> tuple:
         return "<embedding>", unit_rows(q)[0]
     raise TypeError(f"query: expected a string or a query embedding, got {type(query).__name__}")
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e002c
 @patch
 def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray, cosines: np.ndarray, fused=None) -> Candidates:
     "The candidate rows as the `Candidates` the EAR learner scores and learns from (hybrid: fused scores as the base)."
@@ -444,6 +461,7 @@ def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray
     return Candidates(Query(f"search:{text[:40]}", text), q, mems, ix.E[rows].copy(), np.asarray(scores, np.float32),
                       base, 1.0)
 
+# %% ../../nbs/memory/23_store.ipynb #029248bf
 @patch
 def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
     "(rows, cosines, fused or None): the dense top-K, or with `retriever='hybrid'` and a text query, dense + lexical fused."
@@ -518,6 +536,7 @@ def search(self: MemoryStore,
         if touch and hits and not self.readonly: self._touch([h.id for h in hits], now)
     return Hits(hits, text, conflicts, cands, order, self._token)
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e0031
 @patch
 def _touch(self: MemoryStore, ids: list, now: float):
     "Last-accessed reinforcement: retrieved memories become recent again (best effort: a search never fails on it)."
@@ -542,14 +561,20 @@ def inject(self: MemoryStore,
     "A provenance-labelled block of whole memories that never exceeds `budget_tokens` (see `earmem.memory.agent.inject`)."
     return agent.inject(hits, budget_tokens, self.count_tokens, header, show_ids)
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e0034
+@patch(as_prop=True)
+def tools(self: MemoryStore) -> agent.MemoryTools:
+    "The store's JSON tool layer (`earmem.memory.agent.MemoryTools`), shared by every door onto this store: search ids, feedback by id, edits."
+    return agent.tools_for(self)
+
 @patch
-def tool_specs(self: MemoryStore, include_add: bool = True) -> list:
-    "OpenAI-style function specs for memory search (and add)."
-    return agent.tool_specs(include_add)
+def tool_specs(self: MemoryStore, include_add: bool = True, include_feedback: bool = True) -> list:
+    "OpenAI-style function specs for memory search (and add, and feedback)."
+    return agent.tool_specs(include_add, include_feedback)
 
 @patch
 def handle_tool_call(self: MemoryStore, name: str, arguments_json: str | dict) -> str:
-    "Run one tool call from `tool_specs()`; returns the JSON text for the tool message (errors as {'error': …})."
+    "Run one tool call from `tool_specs()` through `store.tools`; returns the JSON text for the tool message (errors as {'error': …})."
     return agent.handle_tool_call(self, name, arguments_json)
 
 # %% ../../nbs/memory/23_store.ipynb #488089c2
@@ -571,6 +596,7 @@ def records(self: MemoryStore, include_retracted: bool = False) -> list:
     self._check_open()
     with self._lock: return [self._record(i) for i in self._backend.ids(include_retracted)]
 
+# %% ../../nbs/memory/23_store.ipynb #3b0e0036
 @patch
 def export(self: MemoryStore, path: str | Path, include_retracted: bool = True) -> int:
     "Write all memories as JSON Lines to `path` (atomically); returns how many."

@@ -7,30 +7,34 @@ from __future__ import annotations
 import functools
 from typing import Sequence
 from ..core import check_positive_int
+from ..memory.agent import TOOL_ARGUMENTS, MemoryTools, tools_for, unknown_argument
 from ..memory.store import MemoryStore
-from .mcp import MemoryTools, require
+from ..memory.vectors import SearchFilter
+from .mcp import require
 
 # %% auto #0
 __all__ = ['check_search_kwargs', 'hit_metadata', 'as_tools', 'cited_ids', 'give_feedback', 'langchain_retriever_class',
            'langchain_retriever', 'llamaindex_retriever_class', 'llamaindex_retriever']
 
 # %% ../../nbs/serve/30_frameworks.ipynb #1eb357eb
-_FILTERS = {"kinds", "entities", "since", "until", "min_relevance"}
+_SEARCH_KWARGS = tuple(k for k in TOOL_ARGUMENTS["search"][0] if k not in ("query", "k"))  # SearchFilter's fields and min_relevance
 
 def check_search_kwargs(search_kwargs: dict) -> dict:
-    "The search filters a retriever passes on every query (kinds, entities, since, until, min_relevance); TypeError for others."
-    bad = set(search_kwargs) - _FILTERS
-    if bad: raise TypeError(f"search_kwargs: unexpected filter(s) {sorted(bad)}; expected some of {sorted(_FILTERS)}")
+    "The search arguments a retriever passes on every query (SearchFilter's fields and min_relevance); unknown names refused, the filter built to check it."
+    for name in search_kwargs:
+        if name not in _SEARCH_KWARGS: raise unknown_argument(name, _SEARCH_KWARGS, "search_kwargs")
+    SearchFilter.from_args(search_kwargs)  # bad values fail here, not at the first query
     return dict(search_kwargs)
 
+# %% ../../nbs/serve/30_frameworks.ipynb #9e300002
 def hit_metadata(hit: dict, search_id: str) -> dict:
     "The metadata a retrieved document carries: id, score and its components, rank, kind, store, timestamp, entities, search_id."
     keys = ("id", "score", "relevance", "recency", "rank", "kind", "store", "timestamp", "entities", "confidence")
     return {**{k: hit[k] for k in keys}, "search_id": search_id}
 
 def as_tools(store: MemoryStore | MemoryTools) -> MemoryTools:
-    "`store` wrapped in `MemoryTools` (or itself, when it already is one)."
-    return store if isinstance(store, MemoryTools) else MemoryTools(store)
+    "The tool layer of `store` (its own `tools_for`, shared with every door onto it), or `store` itself when it already is one."
+    return tools_for(store)
 
 # %% ../../nbs/serve/30_frameworks.ipynb #9fa29719
 def _metadata_of(item) -> dict:
@@ -48,6 +52,7 @@ def cited_ids(cited) -> tuple:
     if len(sids) > 1: raise ValueError(f"cited: documents from several searches {sorted(sids)}; give feedback on one search at a time")
     return [md["id"] for md in mds], next(iter(sids), None)
 
+# %% ../../nbs/serve/30_frameworks.ipynb #9e300005
 def give_feedback(tools: MemoryTools, cited=(), search_id: str | None = None) -> dict:
     "Feedback on one retrieval: the cited documents/ids +1, the other retrieved ones −1 (search from the documents, else `search_id`, else the latest)."
     ids, sid = cited_ids(cited)
@@ -79,24 +84,26 @@ def langchain_retriever_class():
             return give_feedback(self.tools, cited, search_id)
     return MemoryRetriever
 
-def langchain_retriever(store: MemoryStore | MemoryTools, k: int = 5, **search_kwargs):
-    "A LangChain `BaseRetriever` returning the top-`k` memories as `Document`s (filters: kinds, entities, since, until, min_relevance)."
+def langchain_retriever(store: MemoryStore | MemoryTools, /, k: int = 5, **search_kwargs):  # positional: `store=` is a filter
+    "A LangChain `BaseRetriever` returning the top-`k` memories as `Document`s (search_kwargs: the filter fields of SearchFilter, min_relevance)."
     return langchain_retriever_class()(tools=as_tools(store), k=check_positive_int(k, "k"), search_kwargs=check_search_kwargs(search_kwargs))
 
-# %% ../../nbs/serve/30_frameworks.ipynb #97a19691
+# %% ../../nbs/serve/30_frameworks.ipynb #9e300007
 _LLM_VISIBLE = ("kind", "timestamp")
 
+def _node(h: dict, search_id: str):
+    "A hit as a LlamaIndex `NodeWithScore`: the memory's id as node id, its metadata, of which only kind and timestamp reach the LLM."
+    from llama_index.core.schema import NodeWithScore, TextNode
+    md = hit_metadata(h, search_id)
+    hidden = [k for k in md if k not in _LLM_VISIBLE]
+    tn = TextNode(text=h["text"], id_=h["id"], metadata=md, excluded_llm_metadata_keys=hidden, excluded_embed_metadata_keys=list(md))
+    return NodeWithScore(node=tn, score=h["score"])
+
+# %% ../../nbs/serve/30_frameworks.ipynb #97a19691
 @functools.cache
 def llamaindex_retriever_class():
     "The LlamaIndex retriever class over earmem memory (built on first call; needs `pip install 'earmem[llamaindex]'`)."
     retrievers = require("llama_index.core.retrievers", "llamaindex")
-    from llama_index.core.schema import NodeWithScore, TextNode
-
-    def node(h: dict, sid: str):
-        md = hit_metadata(h, sid)
-        hidden = [k for k in md if k not in _LLM_VISIBLE]
-        tn = TextNode(text=h["text"], id_=h["id"], metadata=md, excluded_llm_metadata_keys=hidden, excluded_embed_metadata_keys=list(md))
-        return NodeWithScore(node=tn, score=h["score"])
 
     class MemoryNodeRetriever(retrievers.BaseRetriever):
         "LlamaIndex retriever over an earmem `MemoryStore`; `feedback(cited)` teaches it which nodes answers used."
@@ -107,13 +114,13 @@ def llamaindex_retriever_class():
 
         def _retrieve(self, query_bundle) -> list:
             r = self.tools.search(query_bundle.query_str, k=self.k, **self.search_kwargs)
-            return [node(h, r["search_id"]) for h in r["hits"]]
+            return [_node(h, r["search_id"]) for h in r["hits"]]
 
         def feedback(self, cited=(), search_id: str | None = None) -> dict:
             "Cited nodes (or ids) +1, the other nodes of that retrieval −1."
             return give_feedback(self.tools, cited, search_id)
     return MemoryNodeRetriever
 
-def llamaindex_retriever(store: MemoryStore | MemoryTools, k: int = 5, **search_kwargs):
+def llamaindex_retriever(store: MemoryStore | MemoryTools, /, k: int = 5, **search_kwargs):  # positional: `store=` is a filter
     "A LlamaIndex `BaseRetriever` returning the top-`k` memories as `NodeWithScore`s (filters as for search)."
     return llamaindex_retriever_class()(as_tools(store), k, search_kwargs)

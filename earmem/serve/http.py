@@ -6,91 +6,61 @@
 from __future__ import annotations
 import html, json
 from pathlib import Path
-from .mcp import MemoryTools, require
+from ..memory.agent import ArgumentError, MemoryTools, error_json, tool_schema, tools_for
 from ..memory.store import MemoryStore
+from .mcp import require
 try:
-    from fastapi import FastAPI, HTTPException, Query, Request
+    from fastapi import Body, FastAPI, Query
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse
-    from pydantic import BaseModel, ConfigDict, Field
+    from starlette.exceptions import HTTPException
 except ImportError as e:
     raise ImportError("fastapi is not installed; it comes with the optional extra: pip install 'earmem[server]'") from e
 
 # %% auto #0
-__all__ = ['MemoryIn', 'MemoryUpdate', 'RetractIn', 'SearchIn', 'FeedbackIn', 'InjectIn', 'status_of', 'docs_html', 'create_app',
-           'serve_http']
+__all__ = ['status_of', 'validation_error', 'docs_html', 'create_app', 'serve_http']
 
 # %% ../../nbs/serve/29_http.ipynb #f7a7e966
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _body(name: str, without=()) -> dict:
+    "The `openapi_extra` of a route whose JSON body is the arguments of tool-layer operation `name`, less `without` (given by the path)."
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": tool_schema(name, without)}}}}
 
-class MemoryIn(_Body):
-    "A memory to store."
-    text: str = Field(..., min_length=1, description="Self-contained wording: who, what, when.")
-    kind: str = Field(..., description="episode, observation, failure, fact, preference, decision or correction")
-    entities: list[str] | None = Field(None, description="People, services, projects it is about.")
-    importance: float | None = Field(None, ge=0, le=1, description="In [0, 1]; omitted = derived from kind and text.")
-    timestamp: str | float | None = Field(None, description="When it happened (ISO-8601 or epoch seconds); omitted = now.")
-    source: str | None = Field(None, description="Where it came from (session, tool, URL).")
-    metadata: dict | None = None
-
-class MemoryUpdate(_Body):
-    "Fields to change in a stored memory (at least one), and why."
-    text: str | None = Field(None, min_length=1)
-    kind: str | None = None
-    entities: list[str] | None = None
-    importance: float | None = Field(None, ge=0, le=1)
-    confidence: float | None = Field(None, ge=0, le=1)
-    timestamp: str | float | None = None
-    source: str | None = None
-    metadata: dict | None = None
-    reason: str | None = Field(None, description="Why it changed (kept in the history).")
-
-class RetractIn(_Body):
-    "Why a memory is withdrawn, and optionally its corrected wording."
-    reason: str = Field(..., min_length=1)
-    correction: str | None = Field(None, min_length=1)
-
-# %% ../../nbs/serve/29_http.ipynb #f48852dc
-class SearchIn(_Body):
-    "A search: the question and optional filters."
-    query: str = Field(..., description="The question or task, self-contained.")
-    k: int = Field(5, ge=1, le=100, description="At most this many hits.")
-    kinds: list[str] | None = None
-    entities: list[str] | None = None
-    since: str | None = Field(None, description="Only memories formed at or after this ISO date.")
-    until: str | None = Field(None, description="Only memories formed at or before this ISO date.")
-    min_relevance: float | None = Field(None, ge=-1, le=1, description="Relevance floor; omitted = the store's.")
-
-class FeedbackIn(_Body):
-    "The ids an answer cited among the hits of a search (the other hits count as unhelpful)."
-    cited: list[str] = Field(default_factory=list)
-    search_id: str | None = Field(None, description="From a /search response; omitted = the latest search.")
-
-class InjectIn(_Body):
-    "An injection block for a new query or an earlier search."
-    query: str | None = None
-    search_id: str | None = None
-    budget_tokens: int = Field(300, ge=1, le=100_000)
-    header: str | None = None
-    k: int = Field(5, ge=1, le=100)
+def _with_path_id(body: dict, id: str) -> dict:
+    "The body's arguments with the memory id from the path (an id in the body too is refused)."
+    if "id" in body: raise ArgumentError("id: comes from the path /memories/{id}; leave it out of the body")
+    return {**body, "id": id}
 
 # %% ../../nbs/serve/29_http.ipynb #3c8b201a
-_STATUS = ((KeyError, 404), (PermissionError, 403), (ValueError, 400), (TypeError, 400))
+_STATUS = ((ArgumentError, 422), (KeyError, 404), (PermissionError, 403), (ValueError, 400), (TypeError, 400))
 
 def status_of(e: Exception) -> int:
-    "The HTTP status for an exception raised by the store (500 for anything unexpected)."
+    "The HTTP status for an exception raised by the tool layer or the store (500 for anything unexpected)."
     return next((code for kind, code in _STATUS if isinstance(e, kind)), 500)
 
-def _run(fn, *args, **kwargs):
-    "Call a `MemoryTools` operation; the store's errors become HTTP errors with its message."
-    try: return fn(*args, **kwargs)
+def _run(fn):
+    "Call `fn()` (a tool-layer operation); its errors become HTTP errors carrying the tool layer's message."
+    try: return fn()
     except (KeyError, ValueError, TypeError, PermissionError) as e:
-        raise HTTPException(status_of(e), str(e).strip("'\"")) from e
+        raise HTTPException(status_of(e), error_json(e)["error"]) from e
+
+# %% ../../nbs/serve/29_http.ipynb #9d290002
+def validation_error(errors: list) -> str:
+    "The first of FastAPI's validation errors as '<argument>: message' (the argument is the last name in its location)."
+    loc = [x for x in errors[0].get("loc", ()) if isinstance(x, str)]
+    names = [x for x in loc if x not in ("body", "query", "path")] or loc or ["body"]
+    return f"{names[-1]}: {errors[0].get('msg', 'invalid')}"
+
+def _error_handlers(app: FastAPI):
+    "Answer every error of `app` as {'error': message}: HTTP errors with their status, validation errors with 422."
+    @app.exception_handler(HTTPException)
+    async def http_error(request, e): return JSONResponse({"error": str(e.detail)}, e.status_code, headers=getattr(e, "headers", None))
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request, e): return JSONResponse({"error": validation_error(e.errors())}, 422)
 
 # %% ../../nbs/serve/29_http.ipynb #9591d786
 def _memory_routes(app: FastAPI, t: MemoryTools):
-    @app.post("/memories", status_code=201, tags=["memories"], summary="Store a memory (near-duplicates merge)")
-    def add_memory(m: MemoryIn) -> dict: return _run(t.add, **m.model_dump())
+    @app.post("/memories", status_code=201, tags=["memories"], summary="Store a memory (near-duplicates merge)", openapi_extra=_body("add"))
+    def add_memory(body: dict = Body(...)) -> dict: return _run(lambda: t.run("add", body))
     @app.get("/memories", tags=["memories"], summary="List stored memories")
     def list_memories(include_retracted: bool = False, kind: str | None = None, entity: str | None = None,
                       limit: int = Query(100, ge=1, le=10_000), offset: int = Query(0, ge=0)) -> dict:
@@ -98,31 +68,34 @@ def _memory_routes(app: FastAPI, t: MemoryTools):
                 and (entity is None or entity.casefold() in {e.casefold() for e in r.entities})]
         return {"total": len(recs), "memories": [t.get(r.id) for r in recs[offset:offset + limit]]}
     @app.get("/memories/{id}", tags=["memories"], summary="Read one memory")
-    def get_memory(id: str) -> dict: return _run(t.get, id)
-    @app.put("/memories/{id}", tags=["memories"], summary="Edit a memory in place (audited)")
-    def update_memory(id: str, u: MemoryUpdate) -> dict:
-        changes = u.model_dump(exclude_none=True)
-        return _run(t.update, id, changes.pop("reason", None), **changes)
+    def get_memory(id: str) -> dict: return _run(lambda: t.run("get", {"id": id}))
+    @app.put("/memories/{id}", tags=["memories"], summary="Edit a memory in place (audited)", openapi_extra=_body("update", ["id"]))
+    def update_memory(id: str, body: dict = Body(...)) -> dict: return _run(lambda: t.run("update", _with_path_id(body, id)))
     @app.delete("/memories/{id}", tags=["memories"], summary="Erase a memory (an audit entry remains)")
-    def delete_memory(id: str) -> dict: _run(t.store.delete, id); return {"deleted": id}
+    def delete_memory(id: str) -> dict: _run(lambda: t.store.delete(id)); return {"deleted": id}
     @app.get("/memories/{id}/history", tags=["memories"], summary="The audit trail of a memory")
-    def memory_history(id: str) -> dict: return _run(t.history, id)
-    @app.post("/memories/{id}/retract", tags=["memories"], summary="Withdraw a memory, optionally with its correction")
-    def retract_memory(id: str, r: RetractIn) -> dict: return _run(t.retract, id, r.reason, r.correction)
+    def memory_history(id: str) -> dict: return _run(lambda: t.run("history", {"id": id}))
+    @app.post("/memories/{id}/retract", tags=["memories"], summary="Withdraw a memory, optionally with its correction",
+              openapi_extra=_body("retract", ["id"]))
+    def retract_memory(id: str, body: dict = Body(...)) -> dict: return _run(lambda: t.run("retract", _with_path_id(body, id)))
 
 # %% ../../nbs/serve/29_http.ipynb #43d339a0
 def _retrieval_routes(app: FastAPI, t: MemoryTools):
-    @app.post("/search", tags=["retrieval"], summary="Search memory (hits with scores, ids and a search_id)")
-    def search(s: SearchIn) -> dict: return _run(t.search, **s.model_dump())
-    @app.post("/feedback", tags=["retrieval"], summary="Cite the ids an answer used: retrieval learns from it")
-    def feedback(f: FeedbackIn) -> dict: return _run(t.feedback, f.cited, f.search_id)
-    @app.post("/inject", tags=["retrieval"], summary="A provenance-labelled memory block under a token budget")
-    def inject(i: InjectIn) -> dict: return _run(t.inject, **i.model_dump())
+    @app.post("/search", tags=["retrieval"], summary="Search memory (hits with scores, ids and a search_id)", openapi_extra=_body("search"))
+    def search(body: dict = Body(...)) -> dict: return _run(lambda: t.run("search", body))
+    @app.post("/feedback", tags=["retrieval"], summary="Cite the ids an answer used: retrieval learns from it", openapi_extra=_body("feedback"))
+    def feedback(body: dict = Body(...)) -> dict: return _run(lambda: t.run("feedback", body))
+    @app.post("/inject", tags=["retrieval"], summary="A provenance-labelled memory block under a token budget", openapi_extra=_body("inject"))
+    def inject(body: dict = Body(...)) -> dict: return _run(lambda: t.run("inject", body))
     @app.get("/stats", tags=["store"], summary="Counts by kind, store and status; feedback events; learner version")
     def stats() -> dict: return _run(t.store.stats)
 
 # %% ../../nbs/serve/29_http.ipynb #0a505cb5
-def _type(p: dict) -> str: return p.get("type") or " | ".join(a.get("type", "object") for a in p.get("anyOf", [])) or "any"
+def _type(p: dict) -> str:
+    "A schema property's type as text: its type (or several), the types of its anyOf, or 'any'."
+    t = p.get("type")
+    if isinstance(t, list): return " | ".join(t)
+    return t or " | ".join(a.get("type", "object") for a in p.get("anyOf", [])) or "any"
 
 def _schema_rows(schema: dict, spec: dict) -> str:
     "Table rows (field, type, required, description) of a request body schema, following one $ref."
@@ -131,6 +104,7 @@ def _schema_rows(schema: dict, spec: dict) -> str:
     return "".join(f"<tr><td><code>{html.escape(n)}</code></td><td>{html.escape(typ(p))}</td><td>{'yes' if n in req else ''}</td>"
                    f"<td>{html.escape(p.get('description', ''))}</td></tr>" for n, p in schema.get("properties", {}).items())
 
+# %% ../../nbs/serve/29_http.ipynb #9d290008
 def _operation_html(path: str, method: str, op: dict, spec: dict) -> str:
     "One route as an HTML section: method, path, summary, parameters, body fields, responses."
     params = "".join(f"<tr><td><code>{html.escape(p['name'])}</code></td><td>{_type(p.get('schema', {}))} ({p['in']})</td><td>{'yes' if p.get('required') else ''}</td><td></td></tr>"
@@ -142,6 +116,7 @@ def _operation_html(path: str, method: str, op: dict, spec: dict) -> str:
     return (f"<section><h3><span class='m {method}'>{method.upper()}</span> <code>{html.escape(path)}</code></h3>"
             f"<p>{html.escape(op.get('summary', ''))}</p>{table}<p class='r'>responses: {codes}</p></section>")
 
+# %% ../../nbs/serve/29_http.ipynb #9d29000a
 _CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}h3{margin:.2em 0}section{border:1px solid #ddd;"
         "border-radius:6px;padding:.6em 1em;margin:.8em 0}table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ddd;"
         "padding:2px 8px;text-align:left}.m{color:#fff;border-radius:4px;padding:1px 8px;font-size:85%}.get{background:#2b7bb9}"
@@ -162,10 +137,12 @@ _DESCRIPTION = ("Long-term memory for agents: store typed memories, search them 
 def create_app(store: MemoryStore | MemoryTools) -> FastAPI:
     "A FastAPI app serving `store`: memories, search, feedback, inject, stats; docs at /docs, schema at /openapi.json."
     from earmem import __version__
-    t = store if isinstance(store, MemoryTools) else MemoryTools(store)
+    t = tools_for(store)
     app = FastAPI(title="earmem memory API", version=__version__, description=_DESCRIPTION, docs_url=None, redoc_url=None,
-                  responses={400: {"description": "Rejected by the store's checks"}, 404: {"description": "No such memory"}})
+                  responses={400: {"description": "Rejected by the store's checks"}, 404: {"description": "No such memory"},
+                             422: {"description": "Arguments that do not fit the operation's schema"}})
     app.state.memory_tools = t
+    _error_handlers(app)
     _memory_routes(app, t)
     _retrieval_routes(app, t)
     @app.get("/docs", include_in_schema=False)

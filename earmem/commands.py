@@ -15,6 +15,7 @@ from .experiments.data import (LOCOMO_NAMES, LOCOMO_SHA256, LOCOMO_SOURCE, LOCOM
 from .memory.hygiene import KINDS, STORES, HashingEncoder, normalise_item
 import numpy as np
 from .memory.storage import learner_seq
+from .memory.vectors import FILTER_FIELDS
 from .memory.store import MemoryStore
 from .memory.bench import benchmark_store, bench_postgres, bench_table
 
@@ -260,7 +261,7 @@ def _hits_file(path) -> dict:
     if cited is not None and not (isinstance(cited, list) and all(isinstance(c, str) for c in cited)):
         raise ValueError(f"hits: {path} field cited is not a list of id strings")
     filters = d.get("filters") or {}
-    if not isinstance(filters, dict) or set(filters) - {"kinds", "entities", "since", "until", "store"}:
+    if not isinstance(filters, dict) or set(filters) - set(FILTER_FIELDS):
         raise ValueError(f"hits: {path} field filters is not a search's filters")
     return dict(query=d["query"], k=d.get("k") or max(len(ids), 1), filters=filters, ids=ids, cited=cited)
 
@@ -288,7 +289,8 @@ def _cmd_feedback(a):
                              f"the file has {req['ids']}); search again")
         out = s.feedback(hits, req["cited"])
     _emit(a, {"query": req["query"], "hits": hits.ids, "cited": req["cited"], **out},
-          f"feedback on {len(hits)} hits: cited {', '.join(req['cited']) or 'none'}; labels {out['labels']}")
+          f"feedback on {len(hits)} hits: cited {', '.join(req['cited']) or 'none'}; labels "
+          + ", ".join(f"{i} {y:+d}" for i, y in out["labels"].items()))
 
 def _add_feedback(sub):
     sp = _command(sub, "feedback", "learn from which hits an answer cited", "Search (--query) or re-run a saved search "

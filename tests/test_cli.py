@@ -484,7 +484,7 @@ def test_memory_retract_delete(mem):
 def test_memory_feedback_query_and_file(mem):
     code, out, _ = mem("feedback", "--query", "Postgres orders Dana", "--cited", "m2", "--json")
     fb = json.loads(out)
-    assert code == 0 and fb["hits"][0] == "m2" and fb["labels"][0] == 1 and fb["cited"] == ["m2"]
+    assert code == 0 and fb["hits"][0] == "m2" and fb["labels"]["m2"] == 1 and fb["cited"] == ["m2"]
     code, out, _ = mem("stats", "--json")
     assert json.loads(out)["feedback"] == 1
     f = mem.tmp / "hits.json"
@@ -496,7 +496,7 @@ def test_memory_feedback_query_and_file(mem):
     assert code == 0, err
     assert out.startswith(f"feedback on {len(saved['hits'])} hits: cited m2")
     code, out, _ = mem("feedback", "--hits", str(f), "--cited", "--json")            # --cited alone: none was useful
-    assert code == 0 and set(json.loads(out)["labels"]) == {-1}
+    assert code == 0 and set(json.loads(out)["labels"].values()) == {-1}
     mem("add", "Dana moved the orders service to Postgres 16", "--kind", "decision", "--entity", "Dana")
     code, _, err = mem("feedback", "--hits", str(f))
     if code == 2:                                                                    # the search now differs

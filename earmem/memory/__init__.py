@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['SURFACE', 'MemoryStore', 'StoreConfig', 'HashingEncoder', 'KINDS', 'STORES', 'Hit', 'Hits', 'AddResult', 'Injection',
-           'MemoryRecord', 'inject', 'tool_specs', 'handle_tool_call', 'SQLiteBackend', 'redact_url', 'PostgresBackend']
+           'MemoryRecord', 'inject', 'tool_specs', 'handle_tool_call', 'MemoryTools', 'tools_for', 'SearchFilter',
+           'StorageBackend', 'SQLiteBackend', 'redact_url', 'PostgresBackend']
 
 # %% ../../nbs/memory/27_api.ipynb #dc1b8080
 import importlib
@@ -13,9 +14,10 @@ SURFACE = {   # public name -> the module of this wing that defines it
     "MemoryStore": "store", "StoreConfig": "hygiene", "HashingEncoder": "hygiene", "KINDS": "hygiene", "STORES": "hygiene",
     "Hit": "agent", "Hits": "agent", "AddResult": "agent", "Injection": "agent", "MemoryRecord": "agent",
     "inject": "agent", "tool_specs": "agent", "handle_tool_call": "agent",
-    "SQLiteBackend": "storage", "redact_url": "storage", "PostgresBackend": "postgres",
+    "MemoryTools": "agent", "tools_for": "agent", "SearchFilter": "vectors",
+    "StorageBackend": "storage", "SQLiteBackend": "storage", "redact_url": "storage", "PostgresBackend": "postgres",
 }
-_all_ = ["MemoryStore", "StoreConfig", "HashingEncoder", "KINDS", "STORES", "Hit", "Hits", "AddResult", "Injection", "MemoryRecord", "inject", "tool_specs", "handle_tool_call", "SQLiteBackend", "redact_url", "PostgresBackend"]   # `from earmem.memory import *`: the table's names (nbdev wants a literal list)
+_all_ = ["MemoryStore", "StoreConfig", "HashingEncoder", "KINDS", "STORES", "Hit", "Hits", "AddResult", "Injection", "MemoryRecord", "inject", "tool_specs", "handle_tool_call", "MemoryTools", "tools_for", "SearchFilter", "StorageBackend", "SQLiteBackend", "redact_url", "PostgresBackend"]   # `from earmem.memory import *`: the table's names (nbdev wants a literal list)
 
 # %% ../../nbs/memory/27_api.ipynb #bfc0f9db
 def __getattr__(name: str):

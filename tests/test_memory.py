@@ -272,12 +272,18 @@ def test_recency_decays_and_refreshes_on_access(tmp_path):
     clock.t += 10 * DAY
     fct.test_close([x.recency for x in s.search("chose Postgres database", k=2, touch=False)], [0.25, 0.0625])
     reader = MemoryStore(tmp_path / "s", readonly=True, clock=clock)
-    reader.search("Postgres", entities=["Dana"])                   # a reader never refreshes access times
-    fct.test_eq(s.search("chose Postgres database", k=2, touch=False).ids, ["m2", "m1"])
-    s.search("Postgres", entities=["Dana"])                        # the writer's retrieval does
-    h = s.search("chose Postgres database", k=2, touch=False)
+    reader.search("Postgres", entities=["Dana"], touch=True)       # a reader never refreshes access times
+    fct.test_eq(s.search("chose Postgres database", k=2).ids, ["m2", "m1"])
+    s.search("Postgres", entities=["Dana"])                        # nor does a plain search (issue 19: on use, not on retrieval)
+    fct.test_eq(s.search("chose Postgres database", k=2).ids, ["m2", "m1"])
+    s.search("Postgres", entities=["Dana"], touch=True)            # the writer's retrieval with touch does
+    h = s.search("chose Postgres database", k=2)
     fct.test_eq(h.ids, ["m1", "m2"]); fct.test_close(h[0].recency, 1.0)
     fct.test_eq(s.get("m1").last_access, iso(clock.t))
+    clock.t += 10 * DAY
+    s.feedback(s.search("Postgres", entities=["Sam"]), cited=["m2"])   # citing a memory uses it again: m2 is recent now
+    fct.test_eq(s.get("m2").last_access, iso(clock.t)); fct.test_eq(s.get("m1").last_access, iso(clock.t - 10 * DAY))
+    fct.test_eq(s.search("chose Postgres database", k=2).ids, ["m2", "m1"])
     reader.close(); s.close()
 
 
@@ -773,3 +779,37 @@ def test_llm_judge_checks_arguments():
 def test_update_messages_shape():
     m = update_messages("old", "new")
     assert [x["role"] for x in m] == ["system", "user"] and '"old"' in m[1]["content"] and '"new"' in m[1]["content"]
+
+
+# ---- issue 19: the store's default blend over a stream of questions (slow: the real benchmark) ---------------------
+def _locomo_stream(config: StoreConfig) -> tuple:
+    "LoCoMo's scorable questions asked in turn of each conversation's store (its dialogue turns), k = 5: (Recall@5, Hit@5)."
+    from earmem.core import Encoder, hit_at_k, recall_at_k
+    from earmem.experiments.data import load_locomo
+    import tempfile
+    bench, enc = load_locomo(), Encoder(progress=False)
+    mems = [m for m in bench._all_memories() if m.store == "episodic"]
+    qs = [q for q in bench._all_queries() if q.metadata["scorable"]]
+    R, H = [], []
+    with tempfile.TemporaryDirectory() as d:
+        for b in dict.fromkeys(m.metadata["bank"] for m in mems):
+            ms = [m for m in mems if m.metadata["bank"] == b]
+            with MemoryStore(f"{d}/{b}", encoder=enc, config=config) as st:
+                st.add_many(ms, embeddings=enc.encode_documents([m.text for m in ms], progress=False))
+                for q in (q for q in qs if q.bank == b):
+                    ids = st.search(q.text, k=5).ids
+                    R.append(recall_at_k(ids, list(q.gold), 5)); H.append(hit_at_k(ids, list(q.gold), 5))
+    return 100 * np.mean(R), 100 * np.mean(H), len(R)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("retriever", ["hybrid", "dense"])
+def test_default_blend_no_worse_than_relevance_over_a_question_stream(retriever):
+    "Issue 19 (0): the default config over LoCoMo's question stream ranks no worse than relevance alone (before: 36.1 vs 45.1 R@5 hybrid, 17.8 vs 32.6 dense)."
+    if not (Path(os.environ.get("EARMEM_DATA", "")) / "locomo" / "locomo10.json").exists():
+        pytest.skip("LoCoMo not available (set EARMEM_DATA)")
+    default = _locomo_stream(StoreConfig(retriever=retriever))
+    relevance = _locomo_stream(StoreConfig(retriever=retriever, recency_weight=0, importance_weight=0))
+    print(f"{retriever}: default R@5 {default[0]:.1f} H@5 {default[1]:.1f}; relevance alone {relevance[0]:.1f} / {relevance[1]:.1f} (n={default[2]})")
+    assert default[2] == relevance[2] == 1536
+    assert default[0] >= relevance[0] - 0.5 and default[1] >= relevance[1] - 0.5

@@ -162,9 +162,9 @@ def check_seed_and_ear(config) -> None:
 class StoreConfig:
     "Ranking, hygiene and learning knobs of a `MemoryStore` (saved in its manifest)."
     relevance_weight: float = 1.0
-    recency_weight: float = 0.15
-    importance_weight: float = 0.15
-    half_life_days: float = 30.0  # recency halves every this many days since formation or last use
+    recency_weight: float = 0.03  # issue 19: chosen on LoCoMo's dev questions asked as a stream (0.15 let what was
+    importance_weight: float = 0.02  # merely retrieved crowd out what is relevant); w_rec + w_imp bounds how much relevance a fresher, more important memory may trade
+    half_life_days: float = 30.0  # recency halves every this many days since formation or last use (citation)
     min_relevance: float = 0.25  # relevance floor (cosine units); below it a memory is never returned
     dedupe_threshold: float = 0.92  # cosine at or above which a same-kind, same-entity memory is a duplicate
     conflict_similarity: float = 0.7  # cosine at or above which two hits of a claim kind about the same entity conflict

@@ -149,13 +149,16 @@ def _learn_and_log(self: Learning, hits: Hits, labels: list) -> dict:
 def feedback(self: Learning,
              hits: Hits,  # what search() returned (and the agent saw)
              cited: Sequence[str] = ()) -> dict:  # ids of the hits the answer used
-    "Learn from citations: cited hits +1, the other hits −1 (EAR feedback); logged, learner checkpointed. Returns {labels: {id: ±1}, loss, …}."
+    "Learn from citations: cited hits +1, the other hits −1 (EAR feedback), cited ones used again now; logged, learner checkpointed. Returns {labels: {id: ±1}, loss, …}."
     self._check_open()
     if self.readonly: raise PermissionError(f"store: {self.path} is read-only ({self.readonly_reason}); nothing was written")
     labels = self._feedback_labels(hits, cited)
     with self._lock:
         try:
-            with self._backend.write(): out = self._learn_and_log(hits, labels)
+            with self._backend.write() as rev:
+                out = self._learn_and_log(hits, labels)
+                used = [i for i, y in zip(hits.ids, labels) if y > 0]
+                if used: self._backend.touch(used, self.clock(), rev)  # reinforcement on use: what an answer cited is recent again
         except BaseException: self._drop_learner(); raise
         self._unsaved += 1
         if self._unsaved >= self.config.checkpoint_every: self._checkpoint()

@@ -512,9 +512,9 @@ def search(self: MemoryStore,
            store: str | None = None,  # only 'episodic' or 'semantic'
            filters: SearchFilter | dict | None = None,  # the same narrowing as one object (kinds, entities, since, until, store, metadata)
            min_relevance: float | None = None,  # relevance floor; None = config.min_relevance
-           touch: bool = True,  # refresh the returned memories' last-access time
+           touch: bool = False,  # refresh the returned memories' last-access time (reinforcement on use is feedback's job)
            balanced: bool | None = None) -> Hits:  # K/2 candidates per store; None = config.balanced
-    "Filter, retrieve K candidates, score relevance (adapter) + recency + importance, keep those above the floor; best k."
+    "Filter, retrieve K candidates, keep those whose frozen relevance clears the floor, rank by relevance (adapter) + recency + importance; best k."
     self._check_open()
     k = check_positive_int(k, "k")
     floor = self.config.min_relevance if min_relevance is None else check_number(min_relevance, "min_relevance", -1, 1)
@@ -528,7 +528,7 @@ def search(self: MemoryStore,
         if len(rows) == 0: return Hits([], text, store_token=self._token)
         cands, now = self._candidate_set(text, q, rows, cosines, fused), self.clock()
         score, rel, rec = self._blend(cands, rows, now)
-        keep = np.flatnonzero(rel >= floor)
+        keep = np.flatnonzero(np.asarray(cands.scores) >= floor)  # the floor judges frozen relevance: a learner reorders, never hides
         order = keep[np.lexsort((keep, -score[keep]))][:k]
         hits = [self._hit(rows[j], rank, score[j], rel[j], rec[j], cosines[j]) for rank, j in enumerate(order, 1)]
         hit_rows = rows[order]

@@ -14,7 +14,8 @@ from earmem.core import unit_rows
 from earmem.memory.hygiene import KINDS
 from earmem.memory.postgres import PostgresBackend, connect_postgres
 from earmem.memory.vectors import COLUMNS, SearchFilter, _Index, item_row
-from earmem.memory.storage import SQLiteBackend, create_store_folder, learner_seq
+from earmem.memory.sqlite import SQLiteBackend
+from earmem.memory.storage import create_store_folder, learner_seq
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 16

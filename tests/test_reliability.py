@@ -306,7 +306,7 @@ def replay_after_checkpoint(tmp_path):
 # ================================================================================================= storage faults
 @case("storage faults", "disk full: OSError(ENOSPC) naming the path; nothing committed; store still usable")
 def disk_full(tmp_path, monkeypatch=None):
-    from earmem.memory.storage import SQLiteBackend
+    from earmem.memory.sqlite import SQLiteBackend
     s = store(tmp_path); n = len(s)
     orig = SQLiteBackend.insert
     def full(self, *a, **k): raise sqlite3.OperationalError("database or disk is full")
@@ -335,7 +335,7 @@ def disk_full_checkpoint(tmp_path):
 
 @case("storage faults", "read-only database: PermissionError naming the path, not 'corrupted'")
 def readonly_database(tmp_path):
-    from earmem.memory.storage import SQLiteBackend
+    from earmem.memory.sqlite import SQLiteBackend
     s = store(tmp_path)
     orig = SQLiteBackend.insert
     def ro(self, *a, **k): raise sqlite3.OperationalError("attempt to write a readonly database")

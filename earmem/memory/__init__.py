@@ -15,7 +15,7 @@ SURFACE = {   # public name -> the module of this wing that defines it
     "Hit": "agent", "Hits": "agent", "AddResult": "agent", "Injection": "agent", "MemoryRecord": "agent",
     "inject": "agent", "tool_specs": "agent", "handle_tool_call": "agent",
     "MemoryTools": "agent", "tools_for": "agent", "SearchFilter": "vectors",
-    "StorageBackend": "storage", "SQLiteBackend": "storage", "redact_url": "storage", "PostgresBackend": "postgres",
+    "StorageBackend": "storage", "SQLiteBackend": "sqlite", "redact_url": "storage", "PostgresBackend": "postgres",
 }
 _all_ = ["MemoryStore", "StoreConfig", "HashingEncoder", "KINDS", "STORES", "Hit", "Hits", "AddResult", "Injection", "MemoryRecord", "inject", "tool_specs", "handle_tool_call", "MemoryTools", "tools_for", "SearchFilter", "StorageBackend", "SQLiteBackend", "redact_url", "PostgresBackend"]   # `from earmem.memory import *`: the table's names (nbdev wants a literal list)
 

@@ -16,7 +16,8 @@ from ..core import (Candidates, Encoder, Memory, Query, atomic_write, atomic_wri
                          check_number, check_positive_int, unit_rows)
 from .hygiene import DAY, KINDS, KIND_NAMES, STORES, StoreConfig, encoder_from_id, iso, normalise_item, recency_decay, token_counter
 from .updates import judge_change, plan_dedupe
-from .storage import (DB_NAME, MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, SQLiteBackend, backend_opener, check_namespace, close_at_exit,
+from .sqlite import SQLiteBackend
+from .storage import (DB_NAME, MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, backend_opener, check_namespace, close_at_exit,
                             create_store_folder, read_manifest, redact_url, url_scheme)
 from .vectors import SearchFilter, item_row, one_blas_thread
 from .learning import Learning

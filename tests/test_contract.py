@@ -224,10 +224,7 @@ def test_stats_check_export(loc, tmp_path):
     st.close()
 
 
-def test_namespaces(loc):
-    if loc.kind == "sqlite":
-        with pytest.raises(ValueError, match="namespace: a store folder holds one store"): loc.other("alice").open()
-        return
+def test_namespaces(loc):  # a folder keeps namespaces in sub-folders; PostgreSQL in a column: the same behaviour
     a, b = loc.other(loc.namespace + "-a").open(), loc.other(loc.namespace + "-b").open()
     ra = a.add("Dana chose Postgres for orders", "decision", ["Dana"])
     rb = b.add("Lee picked DynamoDB for sessions", "decision", ["Lee"])

@@ -17,12 +17,12 @@ from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_t
 
 # %% auto #0
 __all__ = ['SCHEMA', 'STORE_FORMAT', 'STORE_VERSION', 'SCHEMA_VERSION', 'MANIFEST_NAME', 'DB_NAME', 'LEARNER_DIR', 'FTS_SCHEMA',
-           'RECORD_COLUMNS', 'AUDIT_COLUMNS', 'FEEDBACK_COLUMNS', 'RecordRow', 'AuditEntry', 'FeedbackEntry',
-           'ReplayRow', 'KEEP_CHECKPOINTS', 'CHECKPOINT_GRACE', 'BACKENDS', 'BACKEND_MODULES', 'BackendState',
-           'BackendWrites', 'BackendReads', 'BackendSearch', 'BackendLearning', 'BackendMigration', 'StorageBackend',
-           'protocol_members', 'contract_problems', 'check_manifest', 'read_manifest', 'check_namespace', 'fsync_tree',
-           'close_at_exit', 'create_store_folder', 'learner_seq', 'check_finite_learner', 'url_scheme', 'redact_url',
-           'backend_opener']
+           'NAMESPACES_DIR', 'RECORD_COLUMNS', 'AUDIT_COLUMNS', 'FEEDBACK_COLUMNS', 'RecordRow', 'AuditEntry',
+           'FeedbackEntry', 'ReplayRow', 'KEEP_CHECKPOINTS', 'CHECKPOINT_GRACE', 'BACKENDS', 'BACKEND_MODULES',
+           'BackendState', 'BackendWrites', 'BackendReads', 'BackendSearch', 'BackendLearning', 'BackendMigration',
+           'StorageBackend', 'protocol_members', 'contract_problems', 'check_manifest', 'read_manifest',
+           'check_namespace', 'fsync_tree', 'close_at_exit', 'create_store_folder', 'namespace_folder',
+           'folder_namespaces', 'learner_seq', 'check_finite_learner', 'url_scheme', 'redact_url', 'backend_opener']
 
 # %% ../../nbs/memory/20_storage.ipynb #02bfbaa4
 class BackendState(Protocol):
@@ -280,6 +280,27 @@ def create_store_folder(p: Path, manifest: dict) -> dict:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True); raise
     return manifest
+
+# %% ../../nbs/memory/20_storage.ipynb #ab78ef53
+NAMESPACES_DIR = "namespaces"
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
+
+def namespace_folder(root, namespace: str) -> Path:
+    "The folder of `namespace` in the store folder `root`: `root` itself for 'default', else `root/namespaces/<encoded name>`."
+    name, root = check_namespace(namespace), Path(root)
+    if name == "default": return root
+    enc = "".join(c if c in _SAFE and not (i == 0 and c == ".") else "".join(f"%{b:02X}" for b in c.encode())
+                  for i, c in enumerate(name))
+    if len(enc) > 240: raise ValueError(f"namespace: {name[:40]!r}… is too long for a folder name once encoded ({len(enc)} > 240 characters)")
+    return root / NAMESPACES_DIR / enc
+
+def folder_namespaces(root) -> list:
+    "The namespaces of the store folder `root` ('default' first when the root holds a store), decoded; [] when there is none."
+    from urllib.parse import unquote
+    root = Path(root)
+    subs = root / NAMESPACES_DIR
+    found = sorted(unquote(p.name) for p in subs.iterdir() if (p / MANIFEST_NAME).is_file()) if subs.is_dir() else []
+    return (["default"] if (root / MANIFEST_NAME).is_file() else []) + [n for n in found if n != "default"]
 
 # %% ../../nbs/memory/20_storage.ipynb #48ea803f
 RECORD_COLUMNS = "id, text, kind, store, entities, importance, confidence, count, created, accessed, source, status, metadata"

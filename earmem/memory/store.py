@@ -27,12 +27,12 @@ from .agent import AddResult, Hit, Hits, Injection, MemoryRecord
 __all__ = ['MemoryStore', 'folder_writable']
 
 # %% ../../nbs/memory/23_store.ipynb #4aaec009
+from .storage import namespace_folder
+
 def _check_store_args(path, encoder, config, namespace):
     if not isinstance(path, (str, os.PathLike)): raise TypeError(f"path: expected a folder path or a postgresql:// URL, got {type(path).__name__}")
     check_namespace(namespace)
-    if url_scheme(path) is None and namespace != "default":
-        raise ValueError(f"namespace: a store folder holds one store, so only 'default' applies there; got {namespace!r} "
-                         "(namespaces need a postgresql:// URL)")
+    if url_scheme(path) is None: namespace_folder(path, namespace)  # a name that fits no folder is refused here
     if config is not None and not isinstance(config, StoreConfig):
         raise TypeError(f"config: expected a StoreConfig, got {type(config).__name__}")
     for a in ("model_id", "encode_documents", "encode_queries"):
@@ -51,13 +51,13 @@ class MemoryStore(Learning):
                  create: bool = True,  # create the store when the folder is missing or empty
                  judge=None,  # restatement-or-update judge for near-duplicates, (old, new) -> Decision; None = the rules (judge_change)
                  lock_timeout: float = 10.0,  # seconds to wait for another process's write lock before a TimeoutError
-                 namespace: str = "default"):  # the user / tenant inside a URL store (a folder holds only 'default')
+                 namespace: str = "default"):  # the user / tenant: a namespace of the URL store, or a sub-folder of the folder (see namespace_folder)
         _check_store_args(path, encoder, config, namespace)
         self.lock_timeout = check_number(lock_timeout, "lock_timeout", low=0, high=3600)
         if judge is not None and not callable(judge): raise TypeError(f"judge: expected a callable (old, new) -> Decision, got {type(judge).__name__}")
         self.judge = judge or judge_change
         self.url, self.namespace = (path if url_scheme(path) else None), namespace
-        self.path = Path(path) if self.url is None else redact_url(self.url)  # a URL is shown without its password
+        self.path = namespace_folder(path, namespace) if self.url is None else redact_url(self.url)  # a URL is shown without its password
         self.readonly, self.clock = bool(readonly), clock or time.time
         self._lock, self._backend = threading.RLock(), None
         try: self._open(encoder, config, create)
@@ -123,7 +123,9 @@ def _folder_manifest(p: Path, create: bool, new_manifest: Callable[[], dict]) ->
 def _open_or_create(self: MemoryStore, encoder, config, create: bool) -> dict:
     "The manifest of the store at `self.path`, creating the store when the folder is missing or empty (a URL: its backend's opener)."
     new_manifest = lambda: self._new_manifest(encoder, config)
-    if self.url is None: return _folder_manifest(self.path, create and not self.readonly, new_manifest)
+    if self.url is None:
+        if self.namespace != "default": _folder_manifest(self.path.parent.parent, create and not self.readonly, new_manifest)  # the root first
+        return _folder_manifest(self.path, create and not self.readonly, new_manifest)
     self._backend, manifest = backend_opener(url_scheme(self.url))(
         self.url, self.namespace, readonly=self.readonly, create=create, lock_timeout=self.lock_timeout, new_manifest=new_manifest)
     return manifest

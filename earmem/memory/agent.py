@@ -15,11 +15,11 @@ from .hygiene import KINDS, MAX_DEPTH, entities_overlap, json_depth
 from .vectors import FILTER_FIELDS, SearchFilter
 
 # %% auto #0
-__all__ = ['MEMORY_FIELDS', 'TOOL_ARGUMENTS', 'TOOL_NAMES', 'TOOL_DESCRIPTIONS', 'MAX_ARGUMENT_CHARS', 'OPENAI_TOOLS',
-           'confidence_word', 'MemoryRecord', 'Hit', 'Hits', 'AddResult', 'mark_conflicts', 'Injection',
-           'provenance_line', 'inject', 'record_json', 'hit_json', 'ArgumentError', 'error_json', 'tool_schema',
-           'check_value', 'unknown_argument', 'check_arguments', 'MemoryTools', 'tools_for', 'tool_specs',
-           'handle_tool_call']
+__all__ = ['MEMORY_FIELDS', 'TOOL_ARGUMENTS', 'TOOL_NAMES', 'SCOPES', 'TAGGED', 'TOOL_DESCRIPTIONS', 'MAX_ARGUMENT_CHARS',
+           'OPENAI_TOOLS', 'confidence_word', 'MemoryRecord', 'Hit', 'Hits', 'AddResult', 'mark_conflicts', 'Injection',
+           'provenance_line', 'inject', 'record_json', 'hit_json', 'ArgumentError', 'error_json', 'scopes_of',
+           'tool_schema', 'check_value', 'unknown_argument', 'check_arguments', 'MemoryTools', 'UserTools', 'tools_for',
+           'tool_specs', 'handle_tool_call']
 
 # %% ../../nbs/memory/21_agent.ipynb #63dd6418
 def confidence_word(c: float) -> str:
@@ -223,8 +223,26 @@ TOOL_ARGUMENTS = {  # operation -> (JSON Schema properties of its arguments, the
     "history": ({"id": _ID}, ["id"]),
     "inject": ({"query": {"type": "string", "description": "Search now for this (or give search_id)."}, "search_id": _SEARCH_ID,
                 "budget_tokens": {"type": "integer", "minimum": 1, "maximum": 100_000, "default": 300},
-                "header": {"type": "string", "description": "A first line, counted in the budget."}, "k": _K}, [])}
+                "header": {"type": "string", "description": "A first line, counted in the budget."}, "k": _K}, []),
+    "list": ({"limit": {"type": "integer", "minimum": 1, "maximum": 10_000, "default": 100, "description": "At most this many memories per page."},
+              "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Skip this many (the next_offset of the previous page)."},
+              "include_retracted": {"type": "boolean", "default": False}, **SearchFilter.json_schema()}, []),
+    "delete": ({"id": _ID}, ["id"]),
+    "clear": ({"reason": {"type": "string", "description": "Why every memory of the user goes (kept in the audit)."}}, []),
+    "stats": ({}, []),
+    "users": ({}, [])}
 TOOL_NAMES = tuple(TOOL_ARGUMENTS)
+
+# %% ../../nbs/memory/21_agent.ipynb #a90605c0
+SCOPES = {  # who a call is for: user_id picks the namespace; agent_id and run_id are tags kept in (and filtered by) metadata
+    "user_id": {"type": "string", "description": "The user (namespace) whose memories the call reads or writes; omitted = the door's default user."},
+    "agent_id": {"type": "string", "description": "The agent: kept in the memory's metadata by add, a filter for search and list."},
+    "run_id": {"type": "string", "description": "The run or session: kept in the memory's metadata by add, a filter for search and list."}}
+TAGGED = ("add", "search", "list")  # the operations that take agent_id and run_id
+
+def scopes_of(name: str) -> dict:
+    "The scope arguments of operation `name`: user_id for all but `users`, agent_id and run_id where they tag or narrow."
+    return {} if name == "users" else {k: v for k, v in SCOPES.items() if k == "user_id" or name in TAGGED}
 
 # %% ../../nbs/memory/21_agent.ipynb #5c1d2e0e
 TOOL_DESCRIPTIONS = {
@@ -237,12 +255,18 @@ TOOL_DESCRIPTIONS = {
     "update": "Edit a memory in place (text, kind, entities, importance, confidence, timestamp, source, metadata); audited.",
     "get": "Read one stored memory by id.",
     "history": "The audit trail of a memory: when it was added, updated, merged, retracted.",
-    "inject": "A provenance-labelled memory block for a prompt, within budget_tokens; from a new query or an earlier search_id."}
+    "inject": "A provenance-labelled memory block for a prompt, within budget_tokens; from a new query or an earlier search_id.",
+    "list": "Page through stored memories in the order they were written (limit, offset; next_offset is the next page), narrowed like search.",
+    "delete": "Erase one memory by id (its text leaves the history too; a 'delete' entry remains).",
+    "clear": "Erase every memory of the user (audited: a 'delete' entry per memory remains).",
+    "stats": "Counts by kind, store and status, feedback events and the learner version of the user's memory.",
+    "users": "The users (namespaces) this door serves."}
 
-def tool_schema(name: str, without: Sequence[str] = ()) -> dict:
-    "JSON Schema of operation `name`'s arguments (unknown properties refused), leaving out `without` (e.g. an id a URL path gives)."
+def tool_schema(name: str, without: Sequence[str] = (), scoped: bool = True) -> dict:
+    "JSON Schema of operation `name`'s arguments (unknown properties refused), with its scopes unless not `scoped`, leaving out `without` (e.g. an id a URL path gives)."
     if name not in TOOL_ARGUMENTS: raise ArgumentError(f"name: unknown tool {name!r}; expected one of {list(TOOL_NAMES)}")
     props, required = TOOL_ARGUMENTS[name]
+    props = {**props, **(scopes_of(name) if scoped else {})}
     return {"type": "object", "additionalProperties": False, "required": [r for r in required if r not in without],
             "properties": copy.deepcopy({k: v for k, v in props.items() if k not in without})}
 
@@ -267,9 +291,9 @@ def unknown_argument(name: str, allowed, operation: str) -> ArgumentError:
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return ArgumentError(f"{name}: unknown argument of {operation}{hint}; expected some of {sorted(allowed)}")
 
-def check_arguments(name: str, args: dict) -> dict:
-    "The arguments of operation `name` checked against its schema: unknown names refused, required ones present, every value checked; nulls dropped."
-    schema = tool_schema(name)
+def check_arguments(name: str, args: dict, scoped: bool = True) -> dict:
+    "The arguments of operation `name` checked against its schema (with its scopes unless not `scoped`): unknown names refused, required ones present, every value checked; nulls dropped."
+    schema = tool_schema(name, scoped=scoped)
     props = schema["properties"]
     for k in args:
         if k not in props: raise unknown_argument(k, props, name)
@@ -394,11 +418,61 @@ def inject(self: MemoryTools, query: str | None = None, search_id: str | None = 
     return {"text": str(block), "ids": list(block.ids), "tokens": block.tokens, "skipped": list(block.skipped),
             "search_id": hits.search_id}
 
+# %% ../../nbs/memory/21_agent.ipynb #572c7bf2
+from .hygiene import to_epoch
+
+def _listed(r: MemoryRecord, flt: SearchFilter) -> bool:
+    "Whether record `r` passes `flt` the way a search narrows: kinds, entities (any, case-insensitive), store, time range, metadata pairs."
+    fold, t = (lambda xs: {x.casefold() for x in xs}), to_epoch(r.timestamp, "timestamp")
+    return ((flt.kinds is None or r.kind in flt.kinds) and (flt.entities is None or bool(fold(flt.entities) & fold(r.entities)))
+            and (flt.store is None or r.store == flt.store) and (flt.since is None or t >= flt.since)
+            and (flt.until is None or t <= flt.until) and all(r.metadata.get(k) == v for k, v in (flt.metadata or {}).items()))
+
+@patch
+def list(self: MemoryTools, limit: int = 100, offset: int = 0, include_retracted: bool = False, **filters) -> dict:
+    "A page of stored memories in insertion order, narrowed like search: {total, offset, memories, next_offset (None on the last page)}."
+    flt, rest = SearchFilter.from_args(filters)
+    if rest: raise unknown_argument(next(iter(rest)), TOOL_ARGUMENTS["list"][0], "list")
+    found = [r for r in self.store.records(include_retracted) if _listed(r, flt)]
+    end = offset + limit
+    return {"total": len(found), "offset": offset, "memories": [record_json(r) for r in found[offset:end]],
+            "next_offset": end if end < len(found) else None}
+
+# %% ../../nbs/memory/21_agent.ipynb #347d197b
+@patch
+def delete(self: MemoryTools, id: str) -> dict:
+    "Erase memory `id` (an audit entry remains); {'deleted': id}."
+    self.store.delete(id)
+    return {"deleted": id}
+
+@patch
+def clear(self: MemoryTools, reason: str | None = None) -> dict:
+    "Erase every memory of the store's user (audited); {user_id, deleted: how many}."
+    return self.store.clear(reason=reason)
+
+@patch
+def stats(self: MemoryTools) -> dict: return self.store.stats()
+
+@patch
+def users(self: MemoryTools) -> dict:
+    "The user a door onto one store serves: {'users': [its namespace]}."
+    return {"users": [getattr(self.store, "namespace", "default")]}
+
 # %% ../../nbs/memory/21_agent.ipynb #3a97bdcc
+def _scoped(name: str, args: dict) -> tuple:
+    "(user_id or None, the arguments with agent_id / run_id moved into metadata: kept by add, a filter for search and list)."
+    args = dict(args)
+    user, tags = args.pop("user_id", None), {k: args.pop(k) for k in ("agent_id", "run_id") if k in args}
+    if tags: args["metadata"] = {**args.get("metadata", {}), **tags}
+    return user, args
+
 @patch
 def run(self: MemoryTools, name: str, arguments: dict | str | None = None, defaults: dict | None = None) -> dict:
     "Run operation `name` with JSON `arguments` (a dict or JSON text) checked against its schema, `defaults` filling what they leave out; raises on bad input."
     args = check_arguments(name, {} if arguments is None else _tool_arguments(arguments))
+    user, args = _scoped(name, args)
+    own = getattr(self.store, "namespace", "default")
+    if user is not None and user != own: raise PermissionError(f"user_id: this door serves user {own!r} only; got {user!r}")
     return getattr(self, name)(**{**(defaults or {}), **args})
 
 @patch
@@ -407,24 +481,48 @@ def call(self: MemoryTools, name: str, arguments: dict | str | None = None, defa
     try: return self.run(name, arguments, defaults)
     except Exception as e: return error_json(e)
 
+# %% ../../nbs/memory/21_agent.ipynb #7ae7cecd
+def _is_pool(x) -> bool: return all(callable(getattr(x, m, None)) for m in ("store", "namespaces"))
+
+class UserTools:
+    "The tool layer over many users: each call's `user_id` picks the namespace of `stores` (a StorePool) whose own MemoryTools runs it."
+    def __init__(self, stores, default: str | None = None):
+        if not _is_pool(stores):
+            raise TypeError(f"stores: expected a StorePool (an object with store(namespace) and namespaces()), got {type(stores).__name__}")
+        self.stores, self.default = stores, default or getattr(stores, "pinned", None) or "default"
+
+    def __repr__(self): return f"UserTools({self.stores!r}, default user {self.default!r})"
+
+    def tools(self, user_id: str | None = None) -> MemoryTools:
+        "The MemoryTools of user `user_id` (None = the default user)."
+        return tools_for(self.stores.store(user_id or self.default))
+
+    def run(self, name: str, arguments: dict | str | None = None, defaults: dict | None = None) -> dict:
+        "Run operation `name` for the user its `user_id` names (checked like MemoryTools.run); `users` lists the pool's users."
+        args = check_arguments(name, {} if arguments is None else _tool_arguments(arguments))
+        if name == "users": return {"users": list(self.stores.namespaces())}
+        return self.tools(args.pop("user_id", None)).run(name, args, defaults)
+
+    call = MemoryTools.call
+
 # %% ../../nbs/memory/21_agent.ipynb #5c1d2e23
 _TOOLS_LOCK = threading.Lock()
 
-def tools_for(store) -> MemoryTools:
-    "The `MemoryTools` of `store`, made on first use and kept on it, so every door onto one store shares its search ids (a MemoryTools is returned as it is)."
-    if isinstance(store, MemoryTools): return store
+def tools_for(store):
+    "The tool layer of `store`, made on first use and kept on it, so every door onto it shares its search ids: a `MemoryTools` for one store, a `UserTools` for a pool of users' stores (either is returned as it is)."
+    if isinstance(store, (MemoryTools, UserTools)): return store
     with _TOOLS_LOCK:
-        if getattr(store, "_memory_tools", None) is None: store._memory_tools = MemoryTools(store)
+        if getattr(store, "_memory_tools", None) is None: store._memory_tools = (UserTools if _is_pool(store) else MemoryTools)(store)
         return store._memory_tools
 
 # %% ../../nbs/memory/21_agent.ipynb #5c1d2e26
 OPENAI_TOOLS = {"memory_search": "search", "memory_add": "add", "memory_feedback": "feedback"}  # function name -> operation
 
 def tool_specs(include_add: bool = True, include_feedback: bool = True) -> list:
-    "OpenAI-style function specs for memory search (and add, and feedback); their parameters are the tool layer's schemas."
+    "OpenAI-style function specs for memory search (and add, and feedback); their parameters are the tool layer's schemas without the scopes (the application, not the model, says whose memory it is)."
     names = ["memory_search"] + ["memory_add"] * include_add + ["memory_feedback"] * include_feedback
     return [{"type": "function", "function": {"name": n, "description": TOOL_DESCRIPTIONS[OPENAI_TOOLS[n]],
-                                              "parameters": tool_schema(OPENAI_TOOLS[n])}} for n in names]
+                                              "parameters": tool_schema(OPENAI_TOOLS[n], scoped=False)}} for n in names]
 
 # %% ../../nbs/memory/21_agent.ipynb #5c1d2e27
 def _for_the_model(out: dict) -> dict:

@@ -57,8 +57,8 @@ def _emit(a, obj, text: str):
 def _store_options(sp, encoder: bool = True):
     sp.add_argument("--store", "-s", default=os.environ.get("EARMEM_STORE", "earmem-memory"),
                     help="store folder or postgresql:// URL (default: $EARMEM_STORE or ./earmem-memory)")
-    sp.add_argument("--namespace", default=os.environ.get("EARMEM_NAMESPACE", "default"),
-                    help="user / tenant inside a postgresql:// store (default: $EARMEM_NAMESPACE or 'default')")
+    sp.add_argument("--user", "--namespace", dest="namespace", default=os.environ.get("EARMEM_NAMESPACE", "default"),
+                    help="the user (namespace) inside the store folder or URL (default: $EARMEM_NAMESPACE or 'default')")
     if encoder: sp.add_argument("--encoder", default=None,
                     help="encoder for a NEW store: a sentence-transformers name/path, or 'hashing[-DIM]' "
                          "(default: bundled all-MiniLM-L6-v2)")
@@ -224,6 +224,62 @@ def _add_delete(sub):
     sp = _command(sub, "delete", "erase a memory", "Erase a memory and its text from the history; a 'delete' entry "
                   "remains.", _cmd_delete)
     sp.add_argument("id", help="the memory id")
+
+# %% ../nbs/cli/32_commands.ipynb #1589a3c8
+def _cmd_get(a):
+    from earmem.memory.agent import record_json
+    with _store_from_args(a, readonly=True) as s: r = s.get(a.id)
+    _emit(a, record_json(r), f"[{r.id}] {r.timestamp[:10]} {r.kind} ({r.status}): {r.text}")
+
+def _add_get(sub):
+    sp = _command(sub, "get", "print one memory", "Print one stored memory (active or retracted) by id.", _cmd_get, "the memory")
+    sp.add_argument("id", help="the memory id")
+
+def _cmd_list(a):
+    from earmem.memory.agent import MemoryTools
+    with _store_from_args(a, readonly=True) as s:
+        page = MemoryTools(s).list(limit=a.limit, offset=a.offset, include_retracted=a.include_retracted, **_filters(a))
+    lines = [f"[{m['id']}] {m['timestamp'][:10]} {m['kind']}: {m['text']}" for m in page["memories"]]
+    more = f"; next page: --offset {page['next_offset']}" if page["next_offset"] is not None else ""
+    _emit(a, page, "\n".join(lines + [f"({len(lines)} of {page['total']}{more})"]))
+
+def _add_list(sub):
+    sp = _command(sub, "list", "list stored memories, a page at a time", "List memories in the order they were written, "
+                  "narrowed like search.", _cmd_list, "the page")
+    _filter_options(sp, None)
+    sp.add_argument("--limit", type=int, default=20, help="memories per page (default 20)")
+    sp.add_argument("--offset", type=int, default=0, help="skip this many (the next page's offset)")
+    sp.add_argument("--include-retracted", action="store_true", help="also list retracted memories")
+
+# %% ../nbs/cli/32_commands.ipynb #5541cff0
+def _cmd_users(a):
+    from earmem.memory.users import list_namespaces
+    names = list_namespaces(a.store)
+    _emit(a, {"users": names}, "\n".join(names) if names else f"no memory store at {a.store}")
+
+def _add_users(sub):
+    sp = _command(sub, "users", "list the users (namespaces) of a store", "List the namespaces of a store folder or URL.", _cmd_users, "the users")
+    sp.set_defaults(namespace=None)
+
+def _confirmed(a, n: int) -> bool:
+    "True with --yes, or when the user answers yes at the terminal; ValueError when there is no terminal to ask on."
+    if a.yes: return True
+    if not sys.stdin.isatty(): raise ValueError("yes: clearing erases memories; pass --yes to confirm (no terminal to ask on)")
+    return input(f"Erase all {n} memories of user {a.namespace!r} in {a.store}? [y/N] ").strip().lower() in ("y", "yes")
+
+def _cmd_clear(a):
+    if a.namespace is None: raise ValueError("user: name the user whose memories to erase (--user NAME)")
+    with _store_from_args(a) as s:
+        if not _confirmed(a, len(s.records(include_retracted=True))): print("nothing erased"); return
+        r = s.clear(reason=a.reason)
+    _emit(a, r, f"erased {r['deleted']} memories of user {r['user_id']!r}")
+
+def _add_clear(sub):
+    sp = _command(sub, "clear", "erase every memory of one user (asks first)", "Erase every memory of the user --user names; "
+                  "each leaves a 'delete' entry in the audit.", _cmd_clear)
+    sp.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    sp.add_argument("--reason", help="why (kept in the audit)")
+    sp.set_defaults(namespace=os.environ.get("EARMEM_NAMESPACE"))
 
 # %% ../nbs/cli/32_commands.ipynb #b93a2312
 def _cmd_history(a):
@@ -409,7 +465,8 @@ def add_memory_parser(subparsers) -> argparse.ArgumentParser:
                               description="Work with an earmem MemoryStore folder (SQLite + embeddings + EAR learner).")
     sub = p.add_subparsers(dest="memory_command", metavar="COMMAND", required=True)
     for add in (_add_add, _add_search, _add_inject, _add_feedback, _add_update, _add_retract, _add_delete, _add_history,
-                _add_repair, _add_export, _add_import, _add_stats, _add_migrate, _add_bench): add(sub)
+                _add_repair, _add_export, _add_import, _add_stats, _add_migrate, _add_bench,
+                _add_get, _add_list, _add_users, _add_clear): add(sub)
     return p
 
 # %% ../nbs/cli/32_commands.ipynb #a2286c9b
@@ -558,10 +615,11 @@ def _add_serve_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="serve a memory store to agents (MCP server or HTTP API)",
                        description="Serve a memory store to agents: the MCP server (earmem[mcp]) or the HTTP API (earmem[server]).")
     ssub = p.add_subparsers(dest="server", metavar="SERVER", required=True)
-    for name, what in (("mcp", "the Model Context Protocol server (tools: search, add, feedback, retract, history)"),
-                       ("http", "the HTTP API (FastAPI + uvicorn; OpenAPI docs at /docs)")):
+    for name, what in (("mcp", "the Model Context Protocol server (tools: search, add, feedback, get, list, update, delete, …; user_id per call)"),
+                       ("http", "the HTTP API (FastAPI + uvicorn; user_id per call; OpenAPI docs at /docs)")):
         sp = ssub.add_parser(name, help=what, description=f"Serve {what}; bound to 127.0.0.1 unless --host says otherwise.")
         _store_options(sp, encoder=False)                 # the servers open a store with the encoder it was made with
+        sp.set_defaults(namespace=os.environ.get("EARMEM_NAMESPACE"))  # every user of the store unless --user pins one
         if name == "mcp": sp.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                                           help="stdio (default) or streamable HTTP on --host:--port")
         sp.add_argument("--host", help="address to bind (default 127.0.0.1)")

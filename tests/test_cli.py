@@ -614,8 +614,8 @@ def test_serve_calls_the_servers(fake_servers, capsys):
     assert main(["serve", "mcp", "--store", "s1"]) == 0
     assert main(["serve", "mcp", "-s", "s2", "--transport", "http", "--port", "9000"]) == 0
     assert main(["serve", "http", "-s", "postgresql://u@h/db", "--namespace", "dana", "--host", "0.0.0.0"]) == 0
-    assert fake_servers == [("serve_mcp", "s1", {"transport": "stdio", "host": "127.0.0.1", "port": 8765, "namespace": "default"}),
-                            ("serve_mcp", "s2", {"transport": "http", "host": "127.0.0.1", "port": 9000, "namespace": "default"}),
+    assert fake_servers == [("serve_mcp", "s1", {"transport": "stdio", "host": "127.0.0.1", "port": 8765, "namespace": None}),  # every user
+                            ("serve_mcp", "s2", {"transport": "http", "host": "127.0.0.1", "port": 9000, "namespace": None}),
                             ("serve_http", "postgresql://u@h/db", {"host": "0.0.0.0", "port": 8766, "namespace": "dana"})]
     assert capsys.readouterr().out == ""                                  # stdout stays the MCP channel
 

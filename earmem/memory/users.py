@@ -78,6 +78,15 @@ def _shared_encoder(self: StorePool):
     return self.encoder
 
 @patch
+def _config_for(self: StorePool, ns: str) -> StoreConfig | None:
+    "The config to open user `ns` with: the one given, else (for a user new to a folder) the root store's saved one, else None (the user's own)."
+    if self.config is not None or url_scheme(self.path) is not None: return self.config
+    from earmem.memory.storage import namespace_folder, read_manifest
+    root, own = Path(self.path) / MANIFEST_NAME, namespace_folder(self.path, ns) / MANIFEST_NAME
+    if ns == "default" or own.is_file() or not root.is_file(): return None
+    return StoreConfig.from_json(read_manifest(root).get("config", {}))
+
+@patch
 def store(self: StorePool, namespace: str | None = None) -> MemoryStore:
     "The MemoryStore of user `namespace` (None = the pinned user, else 'default'), opened on first use; PermissionError for another user than the pinned one."
     ns = check_namespace(namespace if namespace is not None else self.pinned or "default")
@@ -85,7 +94,7 @@ def store(self: StorePool, namespace: str | None = None) -> MemoryStore:
     with self._lock:
         st = self._stores.get(ns)
         if st is None or st._backend is None or st._backend.db is None:
-            st = MemoryStore(self.path, encoder=self._shared_encoder(), config=self.config, readonly=self.readonly,
+            st = MemoryStore(self.path, encoder=self._shared_encoder(), config=self._config_for(ns), readonly=self.readonly,
                              create=self.create and not self.readonly, namespace=ns, **self._options)
             if self.encoder is None: self.encoder = st.encoder  # a URL store: the first user's encoder, shared from now on
             self._stores[ns] = st

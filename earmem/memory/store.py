@@ -441,6 +441,19 @@ def delete(self: MemoryStore, id: str) -> None:
         if not self._backend.erase(id, rev): raise KeyError(f"id: no memory {id!r} in {self.path}")
         self._audit(id, "delete", {})
 
+# %% ../../nbs/memory/23_store.ipynb #6f69b1a5
+@patch
+def clear(self: MemoryStore, reason: str | None = None) -> dict:
+    "Erase every memory of this store's namespace in one transaction; each leaves a 'delete' audit entry (cleared, reason). Returns {user_id, deleted}."
+    if reason is not None and not isinstance(reason, str): raise TypeError(f"reason: expected a string, got {type(reason).__name__}")
+    self._check_open()
+    with self._write() as rev:
+        ids = self._backend.ids(include_retracted=True)
+        for mid in ids: self._backend.erase(mid, rev)
+        now = self.clock()
+        self._backend.audit_many([(now, mid, "delete", {"cleared": True, "reason": reason}) for mid in ids])
+    return {"user_id": self.namespace, "deleted": len(ids)}
+
 # %% ../../nbs/memory/23_store.ipynb #3b0e002a
 @patch
 def _query_vector(self: MemoryStore, query) -> tuple:

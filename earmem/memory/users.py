@@ -32,19 +32,6 @@ def list_namespaces(path, schema: str = "earmem") -> list:
     names = folder_namespaces(path) if scheme is None else _pg_namespaces(path, schema)
     return sorted(names, key=lambda n: (n != "default", n))
 
-# %% ../../nbs/memory/25a_users.ipynb #6f69b1a5
-@patch
-def clear(self: MemoryStore, reason: str | None = None) -> dict:
-    "Erase every memory of this store's namespace in one transaction; each leaves a 'delete' audit entry (cleared, reason). Returns {user_id, deleted}."
-    if reason is not None and not isinstance(reason, str): raise TypeError(f"reason: expected a string, got {type(reason).__name__}")
-    self._check_open()
-    with self._write() as rev:
-        ids = self._backend.ids(include_retracted=True)
-        for mid in ids: self._backend.erase(mid, rev)
-        now = self.clock()
-        self._backend.audit_many([(now, mid, "delete", {"cleared": True, "reason": reason}) for mid in ids])
-    return {"user_id": self.namespace, "deleted": len(ids)}
-
 # %% ../../nbs/memory/25a_users.ipynb #d12cf2b9
 class StorePool:
     "The MemoryStore of each user (namespace) of one folder or URL, opened on first use, all sharing one encoder; pinned to one user when `namespace` is given."

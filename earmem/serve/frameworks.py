@@ -116,6 +116,10 @@ def llamaindex_retriever_class():
             r = self.tools.search(query_bundle.query_str, k=self.k, **self.search_kwargs)
             return [_node(h, r["search_id"]) for h in r["hits"]]
 
+        async def _aretrieve(self, query_bundle) -> list:  # `await retriever.aretrieve(q)`: the search runs in a worker thread
+            import asyncio
+            return await asyncio.to_thread(self._retrieve, query_bundle)
+
         def feedback(self, cited=(), search_id: str | None = None) -> dict:
             "Cited nodes (or ids) +1, the other nodes of that retrieval −1."
             return give_feedback(self.tools, cited, search_id)

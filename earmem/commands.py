@@ -235,6 +235,7 @@ def _add_get(sub):
     sp = _command(sub, "get", "print one memory", "Print one stored memory (active or retracted) by id.", _cmd_get, "the memory")
     sp.add_argument("id", help="the memory id")
 
+# %% ../nbs/cli/32_commands.ipynb #bb4d3b4f
 def _cmd_list(a):
     from earmem.memory.agent import MemoryTools
     with _store_from_args(a, readonly=True) as s:
@@ -261,6 +262,7 @@ def _add_users(sub):
     sp = _command(sub, "users", "list the users (namespaces) of a store", "List the namespaces of a store folder or URL.", _cmd_users, "the users")
     sp.set_defaults(namespace=None)
 
+# %% ../nbs/cli/32_commands.ipynb #a497f6fb
 def _confirmed(a, n: int) -> bool:
     "True with --yes, or when the user answers yes at the terminal; ValueError when there is no terminal to ask on."
     if a.yes: return True

@@ -24,6 +24,7 @@ def _pg_namespaces(url: str, schema: str = "earmem") -> list:
         return [r[0] for r in conn.execute(f"SELECT namespace FROM {schema}.meta WHERE key = 'manifest'")]
     finally: conn.close()
 
+# %% ../../nbs/memory/25a_users.ipynb #9d6d0a78
 def list_namespaces(path, schema: str = "earmem") -> list:
     "The namespaces (users) of the store folder or postgresql:// URL `path`: 'default' first, then by name."
     if not isinstance(path, (str, os.PathLike)): raise TypeError(f"path: expected a folder path or a postgresql:// URL, got {type(path).__name__}")
@@ -73,6 +74,7 @@ def _config_for(self: StorePool, ns: str) -> StoreConfig | None:
     if ns == "default" or own.is_file() or not root.is_file(): return None
     return StoreConfig.from_json(read_manifest(root).get("config", {}))
 
+# %% ../../nbs/memory/25a_users.ipynb #3fd09aea
 @patch
 def store(self: StorePool, namespace: str | None = None) -> MemoryStore:
     "The MemoryStore of user `namespace` (None = the pinned user, else 'default'), opened on first use; PermissionError for another user than the pinned one."
@@ -117,6 +119,7 @@ def _awaitable(name: str):
     async def method(self, *args, **kwargs): return await asyncio.to_thread(getattr(self.store, name), *args, **kwargs)
     return method
 
+# %% ../../nbs/memory/25a_users.ipynb #667f4acb
 class AsyncMemoryStore:
     "A MemoryStore's operations as coroutines (run in worker threads), for frameworks that await; `store` is a MemoryStore or a path opened with `options`."
     def __init__(self, store, **options):

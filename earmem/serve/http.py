@@ -55,6 +55,7 @@ def _query_value(name: str, values: list, schema: dict):
         return v.lower() in ("true", "1")
     return v
 
+# %% ../../nbs/serve/29_http.ipynb #566a5469
 def _query_args(params, name: str, without=()) -> dict:
     "The query parameters (a starlette QueryParams or a dict of lists) as the arguments of operation `name`; unknown ones refused."
     props = tool_schema(name, without)["properties"]

@@ -15,10 +15,10 @@ from fastcore.basics import patch
 # %% auto #0
 __all__ = ['DEFAULT_MODEL', 'RETRIEVERS', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int', 'check_positive_int',
            'check_number', 'check_positive_number', 'check_probability', 'check_choice', 'atomic_write',
-           'atomic_write_json', 'default_cache_dir', 'EmbeddingCache', 'Encoder', 'encoding_eta', 'check_matrix',
-           'unit_rows', 'top_k', 'Candidates', 'MemoryBank', 'zscore', 'neighbour_smooth', 'lexical_tokens',
-           'DenseRetriever', 'LexicalRetriever', 'HybridRetriever', 'make_retriever', 'recall_at_k', 'hit_at_k', 'mrr',
-           'ndcg_at_k', 'score_query', 'evaluate', 'parse_locomo_datetime']
+           'atomic_write_json', 'default_cache_dir', 'EmbeddingCache', 'Encoder', 'quiet_model_loading', 'encoding_eta',
+           'check_matrix', 'unit_rows', 'top_k', 'Candidates', 'MemoryBank', 'zscore', 'neighbour_smooth',
+           'lexical_tokens', 'DenseRetriever', 'LexicalRetriever', 'HybridRetriever', 'make_retriever', 'recall_at_k',
+           'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query', 'evaluate', 'parse_locomo_datetime']
 
 # %% ../nbs/core/00_core.ipynb #d789979b
 @dataclass
@@ -230,15 +230,36 @@ class Encoder:
 
     def __repr__(self): return f"Encoder({self.model_id!r}, dim={self._dim})"
 
+# %% ../nbs/core/00_core.ipynb #3f1b2c40
+import contextlib
+
+@contextlib.contextmanager
+def quiet_model_loading():
+    "Silence transformers' weight-loading bar and its load report for a while; earmem's own progress bars are unaffected."
+    import transformers.utils.logging as tl
+    bar, level = tl.is_progress_bar_enabled(), tl.get_verbosity()
+    tl.disable_progress_bar(); tl.set_verbosity_error()
+    try: yield
+    finally:
+        tl.set_verbosity(level)
+        if bar: tl.enable_progress_bar()
+
 # %% ../nbs/core/00_core.ipynb #8c689a24
+_MODELS, _MODELS_LOCK = {}, threading.Lock()   # (model folder, device) -> the loaded model, shared by every Encoder
+
 @patch
 def _load(self: Encoder):
-    "The sentence-transformers model, loaded on first use."
+    "The sentence-transformers model, loaded on first use (once per process and folder), without transformers' noise."
     if self._model is None:
-        from sentence_transformers import SentenceTransformer
-        try: self._model = SentenceTransformer(self._path, device=self.device)
-        except Exception as e:
-            raise ValueError(f"model: could not load sentence-transformers model {self.model_id!r}: {e}") from e
+        key = (self._path, self.device)
+        with _MODELS_LOCK:
+            if key not in _MODELS:
+                from sentence_transformers import SentenceTransformer
+                try:
+                    with quiet_model_loading(): _MODELS[key] = SentenceTransformer(self._path, device=self.device)
+                except Exception as e:
+                    raise ValueError(f"model: could not load sentence-transformers model {self.model_id!r}: {e}") from e
+        self._model = _MODELS[key]
         self._dim = self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension") \
             else self._model.get_sentence_embedding_dimension()
     return self._model

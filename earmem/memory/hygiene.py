@@ -13,7 +13,6 @@ import numpy as np
 from fastcore.basics import patch
 from ..core import (check_choice, DEFAULT_MODEL, Encoder, Memory, check_number, check_positive_int,
                          check_probability, check_int)
-from ..ear.replay import EARConfig
 from ..core import parse_locomo_datetime
 
 # %% auto #0
@@ -152,10 +151,13 @@ def check_seed_and_ear(config) -> None:
     "Validate the learner settings of a `StoreConfig`: a real EARConfig with a sane learning rate, an integer seed."
     check_int(config.seed, "seed")
     ear = {"K": config.candidates, "s": min(5, config.candidates), **config.ear}
-    try: EARConfig(**ear)
-    except TypeError as e: raise ValueError(f"ear: {e}") from None
-    except ValueError as e: raise ValueError(f"ear: {e}") from None
+    if config.ear:                       # without overrides K and s are valid by construction: no torch import needed
+        from earmem.ear.replay import EARConfig  # imported here: it pulls in torch, which most store commands never use
+        try: EARConfig(**ear)
+        except TypeError as e: raise ValueError(f"ear: {e}") from None
+        except ValueError as e: raise ValueError(f"ear: {e}") from None
     check_number(ear.get("lr", 1e-4), "ear['lr']", low=0, high=MAX_LEARNING_RATE, low_open=True)
+
 
 # %% ../../nbs/memory/17_hygiene.ipynb #d4d6315c
 @dataclass

@@ -9,7 +9,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Callable, Sequence
 from . import __version__
-from .core import atomic_write, check_positive_int
+from .core import BACKEND_ENV, atomic_write, check_positive_int
 from .ear.critic import PAPER_PRECISION, PAPER_RECALL, CitationSimulator
 from .commands import _fail, _guarded, add_memory_parser, run_memory_command, _add_data_parser, _add_serve_parser
 
@@ -67,7 +67,7 @@ def _common_options(p, suppress: bool = False):
             help="where to write the JSON report (default: results/BENCHMARK-tables-seedSEED[-PRESET][-METHODS]"
                  "[-RETRIEVER][-set_HASH].json, results/BENCHMARK-METHOD-SPLIT-seedSEED….json, or in --out for "
                  "analyses and EARM; a default name already taken gets -2, -3 …)")
-    _option(p, suppress, "--force", action="store_true", help="overwrite a report of the same name instead of adding -2, -3 …")
+    _option(p, suppress, "--force", action="store_true", default=False, help="overwrite a report of the same name instead of adding -2, -3 …")
     _option(p, suppress, "--quiet", action="store_true", help="no progress bars or status lines")
 
 # %% ../nbs/cli/33_cli.ipynb #9db60bf6
@@ -357,6 +357,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_memory_parser(sub); _add_data_parser(sub); _add_serve_parser(sub)
     return p
 
+# %% ../nbs/cli/33_cli.ipynb #8d7a5b40
+@contextlib.contextmanager
+def _fast_encoder():
+    "For a while, encoders default to backend 'auto' (unless $EARMEM_ENCODER_BACKEND is set); as before afterwards."
+    had = BACKEND_ENV in os.environ
+    os.environ.setdefault(BACKEND_ENV, "auto")
+    try: yield
+    finally:
+        if not had: os.environ.pop(BACKEND_ENV, None)
+
+def _memory(args) -> int:
+    "Run a parsed `memory` command with the fast encoder default."
+    with _fast_encoder(): return run_memory_command(args)
+
 # %% ../nbs/cli/33_cli.ipynb #8a4d2e10
 class _RequestLog:
     "ASGI middleware: after each HTTP request, `say('METHOD /path STATUS N.N ms')` (the query string is left out)."
@@ -399,12 +413,13 @@ def _announced_uvicorn(say: Callable, servers: list | None = None):
 # %% ../nbs/cli/33_cli.ipynb #8c6f4a30
 def _serving(args) -> int:
     "Run a parsed `serve` command; for `serve http` with its address and one line per request on stderr."
-    if args.server != "http": return _guarded(args.serve_func, args)
-    with _announced_uvicorn(lambda msg: print(f"earmem: {msg}", file=sys.stderr, flush=True)):
-        return _guarded(args.serve_func, args)
+    with _fast_encoder():
+        if args.server != "http": return _guarded(args.serve_func, args)
+        with _announced_uvicorn(lambda msg: print(f"earmem: {msg}", file=sys.stderr, flush=True)):
+            return _guarded(args.serve_func, args)
 
 # %% ../nbs/cli/33_cli.ipynb #aaab5be0
-_COMMANDS = {"reproduce": run_reproduce, "memory": run_memory_command,
+_COMMANDS = {"reproduce": run_reproduce, "memory": _memory,
              "data": lambda a: _guarded(a.data_func, a), "serve": _serving}
 
 def main(argv: Sequence[str] | None = None) -> int:

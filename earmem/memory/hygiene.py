@@ -8,6 +8,7 @@ import json, re, unicodedata, zlib
 from dataclasses import dataclass, field, asdict, fields
 from datetime import date, datetime, timezone
 from functools import lru_cache
+from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 from fastcore.basics import patch
@@ -315,8 +316,17 @@ def encoder_from_id(model_id: str):
     return Encoder(None if model_id == DEFAULT_MODEL else model_id)
 
 # %% ../../nbs/memory/17_hygiene.ipynb #ea5f1c2b
+class _FileTokenizer:
+    "A model folder's `tokenizer.json` through the `tokenizers` library (no transformers import), without truncation."
+    def __init__(self, file: str):
+        from tokenizers import Tokenizer
+        self.tok = Tokenizer.from_file(file); self.tok.no_truncation(); self.tok.no_padding()
+    def encode(self, text: str, add_special_tokens: bool = True) -> list:
+        return self.tok.encode(text, add_special_tokens=add_special_tokens).ids
+
 @lru_cache(maxsize=8)
 def _auto_tokenizer(path: str):
+    if (Path(path) / "tokenizer.json").is_file(): return _FileTokenizer(str(Path(path) / "tokenizer.json"))
     from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(path)
     tok.model_max_length = 10 ** 9  # we only count tokens; silence the 'longer than 512' warning

@@ -24,6 +24,22 @@ def _registries() -> tuple:
     import earmem.experiments.two_stores, earmem.experiments.finetune  # noqa: F401  (file their analyses and the 'finetuned' method)
     return BENCHMARKS, METHODS, ANALYSES
 
+# %% ../nbs/cli/33_cli.ipynb #5f2b8d90
+_EXPERIMENTS = {"reproduce": "evaluation", "format_table": "evaluation", "CriticSettings": "evaluation",
+                "reproduce_tables": "tables", "format_tables_report": "tables", "plot_tables": "tables",
+                "report_stem": "tables", "unused_path": "tables", "parse_overrides": "tables", "run_analyses": "analysis",
+                "load_locomo": "data", "load_longmemeval": "data"}
+
+def __getattr__(name: str):
+    "The experiment names of this module (`_EXPERIMENTS`), imported from their chapter when first asked for."
+    if name not in _EXPERIMENTS: raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(f"earmem.experiments.{_EXPERIMENTS[name]}"), name)
+
+def _experiment(name: str):
+    "The module's `name` if it was set (imported or replaced), else its chapter's."
+    return globals()[name] if name in globals() else __getattr__(name)
+
 # %% ../nbs/cli/33_cli.ipynb #181d603f
 _TRACKED = {}
 
@@ -197,7 +213,7 @@ def _write_report(path, report) -> Path:
     return Path(path)
 
 def _critic_settings(args) -> CriticSettings:
-    from earmem.experiments.evaluation import CriticSettings
+    CriticSettings = _experiment("CriticSettings")
     CitationSimulator(args.precision, args.recall)          # validates the settings with the simulator's own messages
     return CriticSettings(args.precision, args.recall)
 
@@ -236,7 +252,7 @@ def _typed_value(key: str, raw: str, annotation: str):
 def _overrides(pairs) -> dict:
     "EAR settings from repeated `--set KEY=VALUE`, each typed by its field and then checked by EARConfig itself."
     from earmem.ear.replay import EARConfig
-    from earmem.experiments.tables import parse_overrides
+    parse_overrides = _experiment("parse_overrides")
     types, typed = {f.name: f.type for f in fields(EARConfig)}, {}
     for pair in pairs or ():
         key, sep, raw = pair.partition("=")
@@ -256,9 +272,7 @@ def _learning_kwargs(fn: Callable, args) -> dict:
 # %% ../nbs/cli/33_cli.ipynb #7c3e5a10
 def _report_path(args, stem: str, say: Callable) -> Path:
     "--json, else results/STEM.json or its first free -N sibling (unless --force); a status line when a file is replaced."
-    from earmem.experiments.tables import unused_path
-    if args.json: path = Path(args.json)
-    else: path = unused_path(Path("results") / f"{stem}.json", args.force)
+    path = Path(args.json) if args.json else _experiment("unused_path")(Path("results") / f"{stem}.json", args.force)
     if path.exists(): say(f"replacing {path}")
     elif path.stem != stem and not args.json: say(f"results/{stem}.json exists; writing {path} (--force overwrites)")
     return path
@@ -266,7 +280,7 @@ def _report_path(args, stem: str, say: Callable) -> Path:
 # %% ../nbs/cli/33_cli.ipynb #37fadfd5
 def _run_tables(args, say: Callable) -> str:
     "Mode tables: the paper's Tables 2–3; the JSON report and its PNG figure, named by what ran."
-    from earmem.experiments.tables import format_tables_report, plot_tables, report_stem, reproduce_tables
+    reproduce_tables, report_stem, plot_tables = map(_experiment, ("reproduce_tables", "report_stem", "plot_tables"))
     overrides = _overrides(args.set)
     report = reproduce_tables(args.benchmark, args.methods or "all", args.seeds, args.split, args.encoder, args.k,
                               args.K, args.test_size, args.seed, args.data, args.jobs, overrides,
@@ -276,24 +290,23 @@ def _run_tables(args, say: Callable) -> str:
     out = _write_report(_report_path(args, stem, say), report)
     say(f"figure written to {plot_tables(report, out.with_suffix('.png'))}")
     say(f"report written to {out}")
-    return format_tables_report(report)
+    return _experiment("format_tables_report")(report)
 
 def _run_method(args, say: Callable) -> str:
     "Mode method: one method, once; its per-category table."
-    from earmem.experiments.evaluation import format_table, reproduce
-    from earmem.experiments.tables import report_stem
+    reproduce, report_stem = _experiment("reproduce"), _experiment("report_stem")
     report = reproduce(args.benchmark, args.method, args.split, args.encoder, args.k, args.K, args.seed,
                        args.test_size, args.data, progress=not args.quiet, log=say, **_learning_kwargs(reproduce, args))
     stem = report_stem(args.benchmark, f"{args.method}-{args.split}", args.seed, args.preset, "all", args.retriever)
     out = _write_report(_report_path(args, stem, say), report)
     say(f"report written to {out}")
-    return format_table(report)
+    return _experiment("format_table")(report)
 
 # %% ../nbs/cli/33_cli.ipynb #f16e0c3f
 def _run_analysis(args, say: Callable) -> str:
     "Mode analysis: the named analyses (or all) on one prepared benchmark; their texts."
-    from earmem.experiments.analysis import run_analyses; _registries()
-    reports = run_analyses(args.benchmark, args.analysis.split(","), args.seeds, args.encoder, args.k, args.K,
+    _registries()                                   # the two-store analyses are filed by their chapter's import
+    reports = _experiment("run_analyses")(args.benchmark, args.analysis.split(","), args.seeds, args.encoder, args.k, args.K,
                            args.test_size, args.seed, args.data, args.jobs, _overrides(args.set),
                            _critic_settings(args), args.out, not args.quiet, say)
     out = _write_report(args.json or Path(args.out) / f"{args.benchmark}-analysis-{'-'.join(reports)}.json", reports)
@@ -303,9 +316,8 @@ def _run_analysis(args, say: Callable) -> str:
 def _run_earm(args, say: Callable) -> str:
     "Mode earm: the EARM experiment (chapter 15); its table, a JSON report and a figure in --out."
     from earmem.experiments.earm import run_earm, format_earm_table, plot_earm
-    from earmem.experiments.data import load_locomo, load_longmemeval
     from earmem.core import Encoder
-    loader = {"locomo": load_locomo, "longmemeval": load_longmemeval}[args.benchmark]
+    loader = _experiment({"locomo": "load_locomo", "longmemeval": "load_longmemeval"}[args.benchmark])
     say(f"EARM on {args.benchmark}: N={args.N}, seeds 0..{args.seeds - 1}")
     res = run_earm(loader(args.data), Encoder(args.encoder, progress=not args.quiet), n_candidates=args.N,
                    seeds=tuple(range(check_positive_int(args.seeds, "seeds"))), progress=not args.quiet)

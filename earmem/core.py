@@ -313,6 +313,7 @@ def encode_document(self: OnnxModel, texts, batch_size: int = 64, **kw) -> np.nd
 OnnxModel.encode_query = OnnxModel.encode_document      # no prompts: onnx_ready refuses models that have them
 
 # %% ../nbs/core/00_core.ipynb #4a2c3d55
+import sys
 BACKEND_ENV = "EARMEM_ENCODER_BACKEND"
 
 def _onnx_available() -> bool:
@@ -332,7 +333,9 @@ def _backend(self: Encoder) -> str:
 def _onnx_model(self: Encoder) -> OnnxModel:
     "The ONNX copy of the model (exported under `default_cache_dir()/'onnx'` the first time), run by onnxruntime."
     dest = default_cache_dir() / "onnx" / hashlib.sha256(self._path.encode()).hexdigest()[:16] / "model.onnx"
-    if not dest.is_file(): export_onnx(self._path, dest)
+    if not dest.is_file():
+        if self.progress: print(f"earmem: exporting {self.model_id} to ONNX once (about 10 s), into {dest.parent}", file=sys.stderr, flush=True)
+        export_onnx(self._path, dest)
     return OnnxModel(self._path, dest)
 
 # %% ../nbs/core/00_core.ipynb #8c689a24
@@ -560,10 +563,21 @@ def _stemmer():
             _STEMMER.append(None)
     return _STEMMER[0]
 
+def _stopwords_en() -> frozenset:
+    "bm25s's English stopwords, read from its stopwords module alone (importing the bm25s package costs ~0.6 s)."
+    if not _STOPWORDS:
+        import importlib.util
+        where = importlib.util.find_spec("bm25s").submodule_search_locations[0]
+        spec = importlib.util.spec_from_file_location("earmem._bm25s_stopwords", os.path.join(where, "stopwords.py"))
+        module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+        _STOPWORDS.append(frozenset(module.STOPWORDS_EN))
+    return _STOPWORDS[0]
+_STOPWORDS = []
+
 def lexical_tokens(text: str, stem: bool = True) -> list:
     "BM25 tokens of `text`: lower-case words (≥ 2 characters) without English stopwords, Snowball-stemmed when `stem`."
-    from bm25s.stopwords import STOPWORDS_EN
-    toks = [t for t in _WORD.findall(text.lower()) if t not in STOPWORDS_EN]
+    stop = _stopwords_en()
+    toks = [t for t in _WORD.findall(text.lower()) if t not in stop]
     st = _stemmer() if stem else None
     return st.stemWords(toks) if st is not None else toks
 

@@ -15,8 +15,7 @@ def main():
     p.add_argument("--n", type=int, default=300); p.add_argument("--batch-size", type=int, default=64)
     a = p.parse_args()
     from earmem.experiments.data import load_locomo
-    texts = [m.text for m in load_locomo().memories_list()][:a.n] if hasattr(load_locomo(), "memories_list") else None
-    if texts is None: texts = list(load_locomo().memories["text"])[:a.n]
+    texts = list(load_locomo().memories["text"])[:a.n]
     out = {}
     for backend in ("torch", "onnx"):
         enc = Encoder(cache=False, backend=backend, batch_size=a.batch_size, progress=False)

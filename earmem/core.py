@@ -548,6 +548,19 @@ def neighbour_smooth(score, groups, beta: float) -> np.ndarray:
     nb = np.maximum(left, right)
     return s + beta * np.where(np.isfinite(nb), nb, s.min())
 
+# %% ../nbs/core/00_core.ipynb #8fcade12
+_STOPWORDS = []
+
+def _stopwords_en() -> frozenset:
+    "bm25s's English stopwords, read from its stopwords module alone (importing the bm25s package costs ~0.6 s)."
+    if not _STOPWORDS:
+        import importlib.util
+        where = importlib.util.find_spec("bm25s").submodule_search_locations[0]
+        spec = importlib.util.spec_from_file_location("earmem._bm25s_stopwords", os.path.join(where, "stopwords.py"))
+        module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+        _STOPWORDS.append(frozenset(module.STOPWORDS_EN))
+    return _STOPWORDS[0]
+
 # %% ../nbs/core/00_core.ipynb #8fcadebf
 _WORD = re.compile(r"(?u)\b\w\w+\b")
 _STEMMER = []
@@ -562,17 +575,6 @@ def _stemmer():
             warnings.warn("PyStemmer is not installed: BM25 runs without stemming (pip install PyStemmer)")
             _STEMMER.append(None)
     return _STEMMER[0]
-
-def _stopwords_en() -> frozenset:
-    "bm25s's English stopwords, read from its stopwords module alone (importing the bm25s package costs ~0.6 s)."
-    if not _STOPWORDS:
-        import importlib.util
-        where = importlib.util.find_spec("bm25s").submodule_search_locations[0]
-        spec = importlib.util.spec_from_file_location("earmem._bm25s_stopwords", os.path.join(where, "stopwords.py"))
-        module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
-        _STOPWORDS.append(frozenset(module.STOPWORDS_EN))
-    return _STOPWORDS[0]
-_STOPWORDS = []
 
 def lexical_tokens(text: str, stem: bool = True) -> list:
     "BM25 tokens of `text`: lower-case words (≥ 2 characters) without English stopwords, Snowball-stemmed when `stem`."

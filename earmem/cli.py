@@ -9,19 +9,36 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Callable, Sequence
 from . import __version__
-from .core import Encoder, atomic_write, check_positive_int
+from .core import BACKEND_ENV, atomic_write, check_positive_int
 from .ear.critic import PAPER_PRECISION, PAPER_RECALL, CitationSimulator
-from .ear.replay import EARConfig
-from .experiments.data import load_locomo, load_longmemeval
-from .experiments.evaluation import BENCHMARKS, METHODS, CriticSettings, format_table, reproduce
-from .experiments.tables import format_tables_report, parse_overrides, plot_tables, reproduce_tables
-from .experiments.analysis import ANALYSES, run_analyses
-import earmem.experiments.two_stores  # noqa: F401  (files the two-store analyses and candidate sets)
-import earmem.experiments.finetune  # noqa: F401  (files the 'finetuned' method)
 from .commands import _fail, _guarded, add_memory_parser, run_memory_command, _add_data_parser, _add_serve_parser
 
 # %% auto #0
 __all__ = ['run_reproduce', 'build_parser', 'main', 'memory_cli']
+
+# %% ../nbs/cli/33_cli.ipynb #5e1a7c20
+def _registries() -> tuple:
+    "(BENCHMARKS, METHODS, ANALYSES) of the experiments wing, imported on first use (they pull in torch and datasets)."
+    from earmem.experiments.evaluation import BENCHMARKS, METHODS
+    from earmem.experiments.analysis import ANALYSES
+    import earmem.experiments.two_stores, earmem.experiments.finetune  # noqa: F401  (file their analyses and the 'finetuned' method)
+    return BENCHMARKS, METHODS, ANALYSES
+
+# %% ../nbs/cli/33_cli.ipynb #5f2b8d90
+_EXPERIMENTS = {"reproduce": "evaluation", "format_table": "evaluation", "CriticSettings": "evaluation",
+                "reproduce_tables": "tables", "format_tables_report": "tables", "plot_tables": "tables",
+                "report_stem": "tables", "unused_path": "tables", "parse_overrides": "tables", "run_analyses": "analysis",
+                "load_locomo": "data", "load_longmemeval": "data"}
+
+def __getattr__(name: str):
+    "The experiment names of this module (`_EXPERIMENTS`), imported from their chapter when first asked for."
+    if name not in _EXPERIMENTS: raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(f"earmem.experiments.{_EXPERIMENTS[name]}"), name)
+
+def _experiment(name: str):
+    "The module's `name` if it was set (imported or replaced), else its chapter's."
+    return globals()[name] if name in globals() else __getattr__(name)
 
 # %% ../nbs/cli/33_cli.ipynb #181d603f
 _TRACKED = {}
@@ -50,7 +67,7 @@ def _option(p: argparse.ArgumentParser, suppress: bool, *flags, default=None, he
 
 # %% ../nbs/cli/33_cli.ipynb #9cf98adb
 def _common_options(p, suppress: bool = False):
-    "Options of every `reproduce` mode: data, encoder, k and K, split seed, JSON report, quiet."
+    "Options of every `reproduce` mode: data, encoder, k and K, split seed, JSON report (and --force), quiet."
     _option(p, suppress, "--data", metavar="PATH",
             help="the benchmark file or its folder (default: $EARMEM_DATA, else ~/.cache/earmem/data)")
     _option(p, suppress, "--encoder", metavar="NAME",
@@ -63,8 +80,10 @@ def _common_options(p, suppress: bool = False):
             help="seed of the train/test split (and of the method, in mode 'method')")
     _option(p, suppress, "--test-size", type=float, default=0.2, metavar="F", help="share of queries in the test part")
     _option(p, suppress, "--json", metavar="PATH",
-            help="where to write the JSON report (default: results/BENCHMARK-tables-seedSEED.json, "
-                 "results/BENCHMARK-METHOD-SPLIT-seedSEED.json, or in --out for analyses and EARM)")
+            help="where to write the JSON report (default: results/BENCHMARK-tables-seedSEED[-PRESET][-METHODS]"
+                 "[-RETRIEVER][-set_HASH].json, results/BENCHMARK-METHOD-SPLIT-seedSEED….json, or in --out for "
+                 "analyses and EARM; a default name already taken gets -2, -3 …)")
+    _option(p, suppress, "--force", action="store_true", default=False, help="overwrite a report of the same name instead of adding -2, -3 …")
     _option(p, suppress, "--quiet", action="store_true", help="no progress bars or status lines")
 
 # %% ../nbs/cli/33_cli.ipynb #9db60bf6
@@ -104,6 +123,7 @@ def _listing(title: str, registry) -> str:
 # %% ../nbs/cli/33_cli.ipynb #299a6580
 def _add_modes(b: argparse.ArgumentParser, title: str):
     "The mode sub-commands of `earmem reproduce BENCHMARK`: tables (default), method, analysis, earm."
+    _, METHODS, ANALYSES = _registries()
     modes = b.add_subparsers(dest="mode", metavar="MODE", required=False,
                              title="modes (default: tables)")
     m = modes.add_parser("tables", help="the paper's Tables 2–3: every method, mean ± std over --seeds",
@@ -133,17 +153,31 @@ def _add_aliases(b: argparse.ArgumentParser):
     "The older flag spellings of the modes."
     g = b.add_argument_group("older spellings of the modes")
     g.add_argument("--methods", default=None, metavar="LIST", help="= tables LIST")
-    g.add_argument("--method", default=None, choices=sorted(METHODS), help="= method NAME")
+    g.add_argument("--method", default=None, choices=sorted(_registries()[1]), help="= method NAME")
     g.add_argument("--analysis", default=None, metavar="NAME", help="= analysis NAME")
     g.add_argument("--earm", action="store_true", help="= earm")
 
+# %% ../nbs/cli/33_cli.ipynb #6b0d9e31
+class _LazyParser(argparse.ArgumentParser):
+    "A parser that runs `self._fill(self)` before its first parse, usage or help, then turns back into its own class."
+    def _filled(self):
+        self.__class__ = self._base
+        self._fill(self)
+        return self
+    def parse_known_args(self, args=None, namespace=None): return self._filled().parse_known_args(args, namespace)
+    def format_usage(self): return self._filled().format_usage()
+    def format_help(self): return self._filled().format_help()
+
+def _lazy(parser: argparse.ArgumentParser, fill: Callable) -> argparse.ArgumentParser:
+    "Make `parser` call `fill(parser)` the first time it is used (see `_LazyParser`)."
+    parser._base, parser._fill, parser.__class__ = type(parser), fill, _LazyParser
+    return parser
+
 # %% ../nbs/cli/33_cli.ipynb #26d7465d
-def _add_reproduce_parser(sub) -> argparse.ArgumentParser:
-    "`earmem reproduce BENCHMARK [MODE]` with every option on the benchmark parser (and each mode's on the mode's)."
-    rp = sub.add_parser("reproduce", help="run a paper experiment on a benchmark and print its table",
-                        description="Run an experiment of the EAR paper (§4) on a benchmark and print its tables.")
+def _fill_reproduce(rp: argparse.ArgumentParser):
+    "The benchmarks of `earmem reproduce`, with every option on the benchmark parser (and each mode's on the mode's)."
     rsub = rp.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
-    for name, (_, title) in BENCHMARKS.items():
+    for name, (_, title) in _registries()[0].items():
         b = rsub.add_parser(name, help=f"{title}: the paper's tables, one method, an analysis or EARM",
                             description=f"Experiments on {title}. Without a mode: the paper's Tables 2–3 (Recall@k = "
                                         f"all gold memories in the top k, Hit@k = any). Options may come before or "
@@ -151,7 +185,12 @@ def _add_reproduce_parser(sub) -> argparse.ArgumentParser:
         _add_modes(b, title)
         _common_options(b); _split_option(b); _training_options(b); _learning_options(b); _output_options(b)
         _add_aliases(b)
-    return rp
+
+def _add_reproduce_parser(sub) -> argparse.ArgumentParser:
+    "`earmem reproduce BENCHMARK [MODE]`, filled in (`_fill_reproduce`) the first time it parses or prints help."
+    rp = sub.add_parser("reproduce", help="run a paper experiment on a benchmark and print its table",
+                        description="Run an experiment of the EAR paper (§4) on a benchmark and print its tables.")
+    return _lazy(rp, _fill_reproduce)
 
 # %% ../nbs/cli/33_cli.ipynb #43faf6a5
 def _say(args) -> Callable:
@@ -174,11 +213,12 @@ def _write_report(path, report) -> Path:
     return Path(path)
 
 def _critic_settings(args) -> CriticSettings:
+    CriticSettings = _experiment("CriticSettings")
     CitationSimulator(args.precision, args.recall)          # validates the settings with the simulator's own messages
     return CriticSettings(args.precision, args.recall)
 
 # %% ../nbs/cli/33_cli.ipynb #c4a82c1f
-_ANY_MODE = {"data", "encoder", "json", "quiet", "methods", "method", "analysis", "earm"}
+_ANY_MODE = {"data", "encoder", "json", "force", "quiet", "methods", "method", "analysis", "earm"}
 _SCORING = {"k", "K", "seed", "test_size"}
 _MODE_OPTIONS = {"tables": _SCORING | {"split", "seeds", "jobs", "set", "precision", "recall", "retriever", "preset"},
                  "method": _SCORING | {"split", "retriever", "preset"},
@@ -211,6 +251,8 @@ def _typed_value(key: str, raw: str, annotation: str):
 # %% ../nbs/cli/33_cli.ipynb #cd28b3d2
 def _overrides(pairs) -> dict:
     "EAR settings from repeated `--set KEY=VALUE`, each typed by its field and then checked by EARConfig itself."
+    from earmem.ear.replay import EARConfig
+    parse_overrides = _experiment("parse_overrides")
     types, typed = {f.name: f.type for f in fields(EARConfig)}, {}
     for pair in pairs or ():
         key, sep, raw = pair.partition("=")
@@ -227,30 +269,44 @@ def _learning_kwargs(fn: Callable, args) -> dict:
             raise ValueError(f"{k}: this earmem's {fn.__name__}() does not take {k}= yet (only the default)")
     return kw
 
+# %% ../nbs/cli/33_cli.ipynb #7c3e5a10
+def _report_path(args, stem: str, say: Callable) -> Path:
+    "--json, else results/STEM.json or its first free -N sibling (unless --force); a status line when a file is replaced."
+    path = Path(args.json) if args.json else _experiment("unused_path")(Path("results") / f"{stem}.json", args.force)
+    if path.exists(): say(f"replacing {path}")
+    elif path.stem != stem and not args.json: say(f"results/{stem}.json exists; writing {path} (--force overwrites)")
+    return path
+
 # %% ../nbs/cli/33_cli.ipynb #37fadfd5
 def _run_tables(args, say: Callable) -> str:
-    "Mode tables: the paper's Tables 2–3; the JSON report and its PNG figure."
+    "Mode tables: the paper's Tables 2–3; the JSON report and its PNG figure, named by what ran."
+    reproduce_tables, report_stem, plot_tables = map(_experiment, ("reproduce_tables", "report_stem", "plot_tables"))
+    overrides = _overrides(args.set)
     report = reproduce_tables(args.benchmark, args.methods or "all", args.seeds, args.split, args.encoder, args.k,
-                              args.K, args.test_size, args.seed, args.data, args.jobs, _overrides(args.set),
+                              args.K, args.test_size, args.seed, args.data, args.jobs, overrides,
                               _critic_settings(args), progress=not args.quiet, log=say,
                               **_learning_kwargs(reproduce_tables, args))
-    out = _write_report(args.json or f"results/{args.benchmark}-tables-seed{args.seed}.json", report)
+    stem = report_stem(args.benchmark, "tables", args.seed, args.preset, args.methods or "all", args.retriever, overrides)
+    out = _write_report(_report_path(args, stem, say), report)
     say(f"figure written to {plot_tables(report, out.with_suffix('.png'))}")
     say(f"report written to {out}")
-    return format_tables_report(report)
+    return _experiment("format_tables_report")(report)
 
 def _run_method(args, say: Callable) -> str:
     "Mode method: one method, once; its per-category table."
+    reproduce, report_stem = _experiment("reproduce"), _experiment("report_stem")
     report = reproduce(args.benchmark, args.method, args.split, args.encoder, args.k, args.K, args.seed,
                        args.test_size, args.data, progress=not args.quiet, log=say, **_learning_kwargs(reproduce, args))
-    out = _write_report(args.json or f"results/{args.benchmark}-{args.method}-{args.split}-seed{args.seed}.json", report)
+    stem = report_stem(args.benchmark, f"{args.method}-{args.split}", args.seed, args.preset, "all", args.retriever)
+    out = _write_report(_report_path(args, stem, say), report)
     say(f"report written to {out}")
-    return format_table(report)
+    return _experiment("format_table")(report)
 
 # %% ../nbs/cli/33_cli.ipynb #f16e0c3f
 def _run_analysis(args, say: Callable) -> str:
     "Mode analysis: the named analyses (or all) on one prepared benchmark; their texts."
-    reports = run_analyses(args.benchmark, args.analysis.split(","), args.seeds, args.encoder, args.k, args.K,
+    _registries()                                   # the two-store analyses are filed by their chapter's import
+    reports = _experiment("run_analyses")(args.benchmark, args.analysis.split(","), args.seeds, args.encoder, args.k, args.K,
                            args.test_size, args.seed, args.data, args.jobs, _overrides(args.set),
                            _critic_settings(args), args.out, not args.quiet, say)
     out = _write_report(args.json or Path(args.out) / f"{args.benchmark}-analysis-{'-'.join(reports)}.json", reports)
@@ -260,7 +316,8 @@ def _run_analysis(args, say: Callable) -> str:
 def _run_earm(args, say: Callable) -> str:
     "Mode earm: the EARM experiment (chapter 15); its table, a JSON report and a figure in --out."
     from earmem.experiments.earm import run_earm, format_earm_table, plot_earm
-    loader = {"locomo": load_locomo, "longmemeval": load_longmemeval}[args.benchmark]
+    from earmem.core import Encoder
+    loader = _experiment({"locomo": "load_locomo", "longmemeval": "load_longmemeval"}[args.benchmark])
     say(f"EARM on {args.benchmark}: N={args.N}, seeds 0..{args.seeds - 1}")
     res = run_earm(loader(args.data), Encoder(args.encoder, progress=not args.quiet), n_candidates=args.N,
                    seeds=tuple(range(check_positive_int(args.seeds, "seeds"))), progress=not args.quiet)
@@ -312,9 +369,70 @@ def build_parser() -> argparse.ArgumentParser:
     add_memory_parser(sub); _add_data_parser(sub); _add_serve_parser(sub)
     return p
 
+# %% ../nbs/cli/33_cli.ipynb #8d7a5b40
+@contextlib.contextmanager
+def _fast_encoder():
+    "For a while, encoders default to backend 'auto' (unless $EARMEM_ENCODER_BACKEND is set); as before afterwards."
+    had = BACKEND_ENV in os.environ
+    os.environ.setdefault(BACKEND_ENV, "auto")
+    try: yield
+    finally:
+        if not had: os.environ.pop(BACKEND_ENV, None)
+
+def _memory(args) -> int:
+    "Run a parsed `memory` command with the fast encoder default."
+    with _fast_encoder(): return run_memory_command(args)
+
+# %% ../nbs/cli/33_cli.ipynb #8a4d2e10
+class _RequestLog:
+    "ASGI middleware: after each HTTP request, `say('METHOD /path STATUS N.N ms')` (the query string is left out)."
+    def __init__(self, app, say: Callable): self.app, self.say = app, say
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http": return await self.app(scope, receive, send)
+        import time
+        t0, status = time.perf_counter(), [500]
+        async def send_status(message):
+            if message["type"] == "http.response.start": status[0] = message["status"]
+            await send(message)
+        try: await self.app(scope, receive, send_status)
+        finally: self.say(f"{scope['method']} {scope['path']} {status[0]} {1000 * (time.perf_counter() - t0):.1f} ms")
+
+# %% ../nbs/cli/33_cli.ipynb #8b5e3f20
+def _announcing_server(config, say: Callable):
+    "A uvicorn `Server` that says 'listening on http://HOST:PORT …' once its socket is bound."
+    import uvicorn
+    class Announcing(uvicorn.Server):
+        async def startup(self, sockets=None):
+            await super().startup(sockets=sockets)
+            if self.started and self.servers and self.servers[0].sockets:
+                host, port = self.servers[0].sockets[0].getsockname()[:2]
+                say(f"listening on http://{host}:{port} (API docs at /docs; Ctrl-C stops)")
+    return Announcing(config)
+
+@contextlib.contextmanager
+def _announced_uvicorn(say: Callable, servers: list | None = None):
+    "For a while, `uvicorn.run(app, …)` serves `_RequestLog(app)` on an announcing server (uvicorn's own log stays quiet)."
+    import uvicorn
+    run = uvicorn.run
+    def announced_run(app, **kw):
+        server = _announcing_server(uvicorn.Config(_RequestLog(app, say), **{"log_level": "warning", **kw}), say)
+        if servers is not None: servers.append(server)
+        server.run()
+    uvicorn.run = announced_run
+    try: yield
+    finally: uvicorn.run = run
+
+# %% ../nbs/cli/33_cli.ipynb #8c6f4a30
+def _serving(args) -> int:
+    "Run a parsed `serve` command; for `serve http` with its address and one line per request on stderr."
+    with _fast_encoder():
+        if args.server != "http": return _guarded(args.serve_func, args)
+        with _announced_uvicorn(lambda msg: print(f"earmem: {msg}", file=sys.stderr, flush=True)):
+            return _guarded(args.serve_func, args)
+
 # %% ../nbs/cli/33_cli.ipynb #aaab5be0
-_COMMANDS = {"reproduce": run_reproduce, "memory": run_memory_command,
-             "data": lambda a: _guarded(a.data_func, a), "serve": lambda a: _guarded(a.serve_func, a)}
+_COMMANDS = {"reproduce": run_reproduce, "memory": _memory,
+             "data": lambda a: _guarded(a.data_func, a), "serve": _serving}
 
 def main(argv: Sequence[str] | None = None) -> int:
     "Entry point of the `earmem` console script; returns the exit code (0 ok, 2 usage or data error)."

@@ -4,14 +4,11 @@
 
 # %% ../nbs/cli/32_commands.ipynb #40692dc8
 from __future__ import annotations
-import argparse, importlib, json, os, re, sqlite3, sys
+import argparse, functools, importlib, json, os, re, sqlite3, sys
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Callable
 from .core import Encoder
-from .experiments.data import (LOCOMO_NAMES, LOCOMO_SHA256, LOCOMO_SOURCE, LOCOMO_URL, LONGMEMEVAL_NAMES, LONGMEMEVAL_URL,
-                         check_locomo, check_longmemeval, check_options, data_root, fetch_file, sha256_of, _check_json,
-                         _locate)
 from .memory.hygiene import KINDS, STORES, HashingEncoder, normalise_item
 import numpy as np
 from .memory.storage import learner_seq
@@ -20,8 +17,8 @@ from .memory.store import MemoryStore
 from .memory.bench import benchmark_store, bench_postgres, bench_table
 
 # %% auto #0
-__all__ = ['DATA_SOURCES', 'migrate_store', 'add_memory_parser', 'run_memory_command', 'DataSource', 'download_data',
-           'data_report']
+__all__ = ['migrate_store', 'add_memory_parser', 'run_memory_command', 'DataSource', 'download_data', 'data_report',
+           'DATA_SOURCES']
 
 # %% ../nbs/cli/32_commands.ipynb #d6f8fc78
 def _one_line(e: BaseException) -> str:
@@ -498,18 +495,35 @@ class DataSource:
     check: Callable  # check(data, file): a ValueError unless `data` has the official structure
     source: str  # where the official file lives, in words
 
-DATA_SOURCES = {"locomo": DataSource("LoCoMo", LOCOMO_URL, LOCOMO_NAMES, LOCOMO_SHA256, check_locomo, LOCOMO_SOURCE),
-                "longmemeval": DataSource("LongMemEval_S", LONGMEMEVAL_URL, LONGMEMEVAL_NAMES, None, check_longmemeval,
-                                          "the xiaowu0162/longmemeval data set on the Hugging Face hub, file longmemeval_s")}
+# %% ../nbs/cli/32_commands.ipynb #df27a479
+_DATA_NAMES = ("locomo", "longmemeval")   # the parser's choices, known without importing the data chapter
+_all_ = ["DATA_SOURCES"]
+
+@functools.lru_cache(maxsize=None)
+def _data_sources() -> dict:
+    "{name: DataSource}, built on first use: the data chapter imports `datasets`, which the memory commands never need."
+    from earmem.experiments.data import (LOCOMO_NAMES, LOCOMO_SHA256, LOCOMO_SOURCE, LOCOMO_URL, LONGMEMEVAL_NAMES,
+                                         LONGMEMEVAL_URL, check_locomo, check_longmemeval)
+    return {"locomo": DataSource("LoCoMo", LOCOMO_URL, LOCOMO_NAMES, LOCOMO_SHA256, check_locomo, LOCOMO_SOURCE),
+            "longmemeval": DataSource("LongMemEval_S", LONGMEMEVAL_URL, LONGMEMEVAL_NAMES, None, check_longmemeval,
+                                      "the xiaowu0162/longmemeval data set on the Hugging Face hub, file longmemeval_s")}
+
+def __getattr__(name: str):
+    "`earmem.commands.DATA_SOURCES` is the registry above, made when first asked for (PEP 562)."
+    if name == "DATA_SOURCES": return _data_sources()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # %% ../nbs/cli/32_commands.ipynb #34854590
 def _data_source(name) -> DataSource:
-    if name not in DATA_SOURCES: raise ValueError(f"name: unknown benchmark {name!r}; expected one of {sorted(DATA_SOURCES)}")
-    return DATA_SOURCES[name]
+    sources = _data_sources()
+    if name not in sources: raise ValueError(f"name: unknown benchmark {name!r}; expected one of {sorted(sources)}")
+    return sources[name]
 
 # %% ../nbs/cli/32_commands.ipynb #33bcfdf7
 def _data_folder(path) -> tuple:
     "(root, origin) of a data folder; a ValueError when the root is a file (loaders take files, these look at folders)."
+    from earmem.experiments.data import data_root   # the data chapter imports `datasets`: only the data commands need it
     root, origin = data_root(path)
     if root.is_file(): raise ValueError(f"path: {root} is a file; expected a data folder (from {origin})")
     return root, origin
@@ -517,11 +531,13 @@ def _data_folder(path) -> tuple:
 # %% ../nbs/cli/32_commands.ipynb #5a559122
 def _verified(file: Path, pin: str | None) -> bool | None:
     "Whether `file` has the pinned checksum (None when there is no pin)."
+    from earmem.experiments.data import sha256_of
     return None if pin is None else sha256_of(file) == pin
 
 def download_data(name: str, root=None, url: str | None = None, sha256: str | bool = True, force: bool = False,
                   timeout: float = 60, progress: bool = True) -> dict:
     "Fetch benchmark `name` into data folder `root`: {name, path, action ('downloaded' or 'present'), verified}."
+    from earmem.experiments.data import _check_json, check_options, fetch_file
     src = _data_source(name)
     check_options(dict(force=force, progress=progress), {})
     pin = src.sha256 if sha256 is True else (sha256 or None)
@@ -535,9 +551,10 @@ def download_data(name: str, root=None, url: str | None = None, sha256: str | bo
 # %% ../nbs/cli/32_commands.ipynb #69c3f583
 def data_report(path=None) -> dict:
     "Where the benchmarks are looked up (argument > $EARMEM_DATA > default folder) and what is found there."
+    from earmem.experiments.data import _locate
     root, origin = _data_folder(path)
     out = {"root": str(root), "origin": origin, "benchmarks": {}}
-    for name, src in DATA_SOURCES.items():
+    for name, src in _data_sources().items():
         found, looked, _ = _locate(path, src.names)
         out["benchmarks"][name] = {"found": str(found) if found else None, "looked": [str(p) for p in looked],
                                    "bytes": found.stat().st_size if found else None,
@@ -551,7 +568,7 @@ def _cmd_download(a):
     check = {True: "SHA-256 verified", False: "SHA-256 differs from the pinned one (--force fetches it again)",
              None: "structure checked" if got["action"] == "downloaded" else "no checksum pinned"}[got["verified"]]
     where = "downloaded to" if got["action"] == "downloaded" else "already at"
-    _emit(a, got, f"{DATA_SOURCES[a.name].title} {where} {got['path']} ({check})")
+    _emit(a, got, f"{_data_sources()[a.name].title} {where} {got['path']} ({check})")
 
 # %% ../nbs/cli/32_commands.ipynb #6e97f75f
 def _data_lines(rep: dict) -> str:
@@ -575,7 +592,7 @@ def _add_data_parser(sub) -> argparse.ArgumentParser:
     d = dsub.add_parser("download", help="fetch a benchmark's official file", description="Fetch the official file of "
                         "LoCoMo (snap-research/locomo on GitHub) or LongMemEval_S (xiaowu0162/longmemeval on the Hugging "
                         "Face hub) into DIR/locomo/ or DIR/longmemeval/, checked, atomically.")
-    d.add_argument("name", choices=list(DATA_SOURCES), help="the benchmark")
+    d.add_argument("name", choices=_DATA_NAMES, help="the benchmark")
     d.add_argument("--url", help="fetch from this address instead (a mirror)")
     d.add_argument("--sha256", metavar="HEX", help="expect this checksum instead of the pinned one")
     d.add_argument("--no-checksum", action="store_true", help="check only the structure of the file")

@@ -13,12 +13,13 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'RETRIEVERS', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int', 'check_positive_int',
-           'check_number', 'check_positive_number', 'check_probability', 'check_choice', 'atomic_write',
-           'atomic_write_json', 'default_cache_dir', 'EmbeddingCache', 'Encoder', 'encoding_eta', 'check_matrix',
-           'unit_rows', 'top_k', 'Candidates', 'MemoryBank', 'zscore', 'neighbour_smooth', 'lexical_tokens',
-           'DenseRetriever', 'LexicalRetriever', 'HybridRetriever', 'make_retriever', 'recall_at_k', 'hit_at_k', 'mrr',
-           'ndcg_at_k', 'score_query', 'evaluate', 'parse_locomo_datetime']
+__all__ = ['DEFAULT_MODEL', 'BACKEND_ENV', 'RETRIEVERS', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int',
+           'check_positive_int', 'check_number', 'check_positive_number', 'check_probability', 'check_choice',
+           'atomic_write', 'atomic_write_json', 'default_cache_dir', 'EmbeddingCache', 'Encoder', 'quiet_model_loading',
+           'onnx_ready', 'export_onnx', 'OnnxModel', 'encoding_eta', 'check_matrix', 'unit_rows', 'top_k', 'Candidates',
+           'MemoryBank', 'zscore', 'neighbour_smooth', 'lexical_tokens', 'DenseRetriever', 'LexicalRetriever',
+           'HybridRetriever', 'make_retriever', 'recall_at_k', 'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query',
+           'evaluate', 'parse_locomo_datetime']
 
 # %% ../nbs/core/00_core.ipynb #d789979b
 @dataclass
@@ -216,13 +217,14 @@ class Encoder:
                  cache: bool = True,  # keep vectors on disk
                  batch_size: int = 64,
                  device: str = "cpu",
-                 progress: bool = True):  # show a progress bar while encoding
+                 progress: bool = True,  # show a progress bar while encoding
+                 backend: str | None = None):  # 'torch', 'onnx' or 'auto'; None = $EARMEM_ENCODER_BACKEND, else 'torch'
         if model is not None and not isinstance(model, (str, os.PathLike)):
             raise TypeError(f"model: expected a sentence-transformers name or a local path, got {type(model).__name__}")
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.model_id = DEFAULT_MODEL if model is None else str(model)
         self._path = _bundled_model_path() if model is None else _resolve_model(str(model))
-        self.device, self.progress = device, progress
+        self.device, self.progress, self.backend = device, progress, backend
         self._model, self._dim = None, None
         self.cache = EmbeddingCache(Path(cache_dir or default_cache_dir() / "embeddings") / "embeddings.sqlite") if cache else None
         self.calls = 0  # texts actually sent through the model (cache misses)
@@ -230,15 +232,131 @@ class Encoder:
 
     def __repr__(self): return f"Encoder({self.model_id!r}, dim={self._dim})"
 
+# %% ../nbs/core/00_core.ipynb #3f1b2c40
+import contextlib
+
+@contextlib.contextmanager
+def quiet_model_loading():
+    "Silence transformers' weight-loading bar and its load report for a while; earmem's own progress bars are unaffected."
+    import transformers.utils.logging as tl
+    bar, level = tl.is_progress_bar_enabled(), tl.get_verbosity()
+    tl.disable_progress_bar(); tl.set_verbosity_error()
+    try: yield
+    finally:
+        tl.set_verbosity(level)
+        if bar: tl.enable_progress_bar()
+
+# %% ../nbs/core/00_core.ipynb #4a2c3d50
+def onnx_ready(path) -> bool:
+    "Whether model folder `path` is a plain mean-pooled, normalised sentence-transformers model with a fast tokenizer."
+    import json
+    p = Path(path)
+    try:
+        mods = [m["type"].rsplit(".", 1)[-1] for m in json.loads((p / "modules.json").read_text())]
+        pool = json.loads((p / "1_Pooling" / "config.json").read_text())
+        st = json.loads((p / "config_sentence_transformers.json").read_text()) if (p / "config_sentence_transformers.json").is_file() else {}
+    except (OSError, ValueError, KeyError, TypeError): return False
+    modes = {k: v for k, v in pool.items() if k.startswith("pooling_mode_")}
+    return (mods == ["Transformer", "Pooling", "Normalize"] and (p / "tokenizer.json").is_file()
+            and [k for k, v in modes.items() if v] == ["pooling_mode_mean_tokens"] and not any((st.get("prompts") or {}).values()))
+
+# %% ../nbs/core/00_core.ipynb #4a2c3d52
+def export_onnx(path, dest) -> Path:
+    "Export the transformer of model folder `path` to the ONNX file `dest`, atomically (needs torch and the onnx package)."
+    import torch
+    from transformers import AutoModel
+    with quiet_model_loading(): model = AutoModel.from_pretrained(str(path)).eval()
+    class Hidden(torch.nn.Module):                       # the last hidden state, from named inputs
+        def __init__(self, m): super().__init__(); self.m = m
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.m(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+    dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp, x = dest.with_name(f".{dest.name}.{os.getpid()}.tmp"), torch.ones(1, 4, dtype=torch.long)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Hidden(model), (x, x, torch.zeros_like(x)), str(tmp), input_names=names, output_names=["hidden"],
+                          dynamic_axes={n: {0: "batch", 1: "tokens"} for n in names + ["hidden"]}, opset_version=17, dynamo=False)
+    os.replace(tmp, dest)
+    return dest
+
+# %% ../nbs/core/00_core.ipynb #4a2c3d53
+class OnnxModel:
+    "A mean-pooled, normalised sentence-transformers model run by onnxruntime and `tokenizers` (no torch)."
+    def __init__(self, path, onnx_file, max_length: int | None = None):
+        import json, onnxruntime
+        from tokenizers import Tokenizer
+        p = Path(path)
+        cfg = json.loads((p / "sentence_bert_config.json").read_text()) if (p / "sentence_bert_config.json").is_file() else {}
+        self.tokenizer = Tokenizer.from_file(str(p / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length or cfg.get("max_seq_length") or 512)
+        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]") or 0)
+        self.session = onnxruntime.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"])
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.dim = int(self.session.get_outputs()[0].shape[-1])
+
+    def get_embedding_dimension(self) -> int: return self.dim
+
+# %% ../nbs/core/00_core.ipynb #4a2c3d54
+@patch
+def encode_document(self: OnnxModel, texts, batch_size: int = 64, **kw) -> np.ndarray:
+    "Unit vectors of `texts` (mean of the token states under the attention mask, then L2-normalised)."
+    out = []
+    for i in range(0, len(texts), batch_size):
+        enc = self.tokenizer.encode_batch(list(texts[i:i + batch_size]))
+        ids = np.array([e.ids for e in enc], np.int64); mask = np.array([e.attention_mask for e in enc], np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self.session.run(None, {k: v for k, v in feed.items() if k in self.inputs})[0]
+        v = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1)
+        out.append(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12))
+    return np.concatenate(out).astype(np.float32) if out else np.zeros((0, self.dim), np.float32)
+OnnxModel.encode_query = OnnxModel.encode_document      # no prompts: onnx_ready refuses models that have them
+
+# %% ../nbs/core/00_core.ipynb #4a2c3d55
+import sys
+BACKEND_ENV = "EARMEM_ENCODER_BACKEND"
+
+def _onnx_available() -> bool:
+    import importlib.util
+    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers"))
+
+@patch
+def _backend(self: Encoder) -> str:
+    "'onnx' or 'torch': the backend asked for (argument > $EARMEM_ENCODER_BACKEND > 'torch'), 'auto' resolved."
+    asked = check_choice(self.backend or os.environ.get(BACKEND_ENV) or "torch", "backend", ("torch", "onnx", "auto"))
+    if asked == "auto": return "onnx" if _onnx_available() and onnx_ready(self._path) else "torch"
+    if asked == "onnx" and not onnx_ready(self._path):
+        raise ValueError(f"backend: {self.model_id!r} is not a plain mean-pooled sentence-transformers model; use backend='torch'")
+    return asked
+
+@patch
+def _onnx_model(self: Encoder) -> OnnxModel:
+    "The ONNX copy of the model (exported under `default_cache_dir()/'onnx'` the first time), run by onnxruntime."
+    dest = default_cache_dir() / "onnx" / hashlib.sha256(self._path.encode()).hexdigest()[:16] / "model.onnx"
+    if not dest.is_file():
+        if self.progress: print(f"earmem: exporting {self.model_id} to ONNX once (about 10 s), into {dest.parent}", file=sys.stderr, flush=True)
+        export_onnx(self._path, dest)
+    return OnnxModel(self._path, dest)
+
 # %% ../nbs/core/00_core.ipynb #8c689a24
+_MODELS, _MODELS_LOCK = {}, threading.Lock()   # (model folder, device, backend) -> the loaded model, shared by every Encoder
+
 @patch
 def _load(self: Encoder):
-    "The sentence-transformers model, loaded on first use."
+    "The model, loaded on first use (once per process, folder and backend), without transformers' noise."
     if self._model is None:
-        from sentence_transformers import SentenceTransformer
-        try: self._model = SentenceTransformer(self._path, device=self.device)
-        except Exception as e:
-            raise ValueError(f"model: could not load sentence-transformers model {self.model_id!r}: {e}") from e
+        backend = self._backend()
+        key = (self._path, self.device, backend)
+        with _MODELS_LOCK:
+            if key not in _MODELS:
+                try:
+                    if backend == "onnx": _MODELS[key] = self._onnx_model()
+                    else:
+                        from sentence_transformers import SentenceTransformer
+                        with quiet_model_loading(): _MODELS[key] = SentenceTransformer(self._path, device=self.device)
+                except Exception as e:
+                    raise ValueError(f"model: could not load sentence-transformers model {self.model_id!r}: {e}") from e
+        self._model = _MODELS[key]
         self._dim = self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension") \
             else self._model.get_sentence_embedding_dimension()
     return self._model
@@ -430,6 +548,19 @@ def neighbour_smooth(score, groups, beta: float) -> np.ndarray:
     nb = np.maximum(left, right)
     return s + beta * np.where(np.isfinite(nb), nb, s.min())
 
+# %% ../nbs/core/00_core.ipynb #8fcade12
+_STOPWORDS = []
+
+def _stopwords_en() -> frozenset:
+    "bm25s's English stopwords, read from its stopwords module alone (importing the bm25s package costs ~0.6 s)."
+    if not _STOPWORDS:
+        import importlib.util
+        where = importlib.util.find_spec("bm25s").submodule_search_locations[0]
+        spec = importlib.util.spec_from_file_location("earmem._bm25s_stopwords", os.path.join(where, "stopwords.py"))
+        module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+        _STOPWORDS.append(frozenset(module.STOPWORDS_EN))
+    return _STOPWORDS[0]
+
 # %% ../nbs/core/00_core.ipynb #8fcadebf
 _WORD = re.compile(r"(?u)\b\w\w+\b")
 _STEMMER = []
@@ -447,8 +578,8 @@ def _stemmer():
 
 def lexical_tokens(text: str, stem: bool = True) -> list:
     "BM25 tokens of `text`: lower-case words (≥ 2 characters) without English stopwords, Snowball-stemmed when `stem`."
-    from bm25s.stopwords import STOPWORDS_EN
-    toks = [t for t in _WORD.findall(text.lower()) if t not in STOPWORDS_EN]
+    stop = _stopwords_en()
+    toks = [t for t in _WORD.findall(text.lower()) if t not in stop]
     st = _stemmer() if stem else None
     return st.stemWords(toks) if st is not None else toks
 

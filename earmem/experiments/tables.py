@@ -4,7 +4,7 @@
 
 # %% ../../nbs/experiments/16_tables.ipynb #fadea2c8
 from __future__ import annotations
-import io, json, time
+import hashlib, io, json, time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -16,8 +16,8 @@ from .evaluation import (PRESETS, TABLE2, TABLE3, VARIANTS, BUDGETS, CriticSetti
 
 # %% auto #0
 __all__ = ['METHOD_GROUPS', 'reproduce_paper', 'on_dev', 'format_paper_tables', 'parse_methods', 'parse_overrides',
-           'reproduce_tables', 'format_tables_report', 'plot_tables', 'format_retriever_table', 'conversation_folds',
-           'fold_view', 'reproduce_folds', 'format_folds_report']
+           'reproduce_tables', 'format_tables_report', 'report_stem', 'unused_path', 'plot_tables',
+           'format_retriever_table', 'conversation_folds', 'fold_view', 'reproduce_folds', 'format_folds_report']
 
 # %% ../../nbs/experiments/16_tables.ipynb #a8efb5e2
 def _variant_runs(prep, training, seed, names, k, overrides, feedback, progress):
@@ -206,13 +206,38 @@ def reproduce_tables(benchmark: str = "locomo", methods: str | Sequence[str] = "
 
 # %% ../../nbs/experiments/16_tables.ipynb #c40dca75
 def format_tables_report(report: dict) -> str:
-    "Header line + `format_paper_tables`."
+    "Header line (what ran: data, encoder, split, K and s, critic, preset, retriever, EAR overrides) + `format_paper_tables`."
     c = report["config"]
     head = (f"{report['title']} · encoder {report['encoder']['id']} · {report['queries']['train']} train / "
             f"{report['queries']['test']} test queries (split seed {c['split_seed']}) · K={c['K']}, s={c['k']} · "
             f"critic P={c['feedback']['precision']:.2f} R={c['feedback']['recall']:.2f} · preset {c.get('preset', 'paper')}, "
-            f"retriever {c.get('retriever', 'dense')}" + (f", {c['dev_queries']} dev queries" if c.get("dev_queries") else ""))
+            f"retriever {c.get('retriever', 'dense')}" + (f", {c['dev_queries']} dev queries" if c.get("dev_queries") else "")
+            + (f" · overrides {', '.join(f'{k}={v}' for k, v in c['overrides'].items())}" if c.get("overrides") else ""))
     return head + "\n" + format_paper_tables(report["paper"], report.get("dev"))
+
+# %% ../../nbs/experiments/16_tables.ipynb #4d196e77
+def _slug(methods) -> str:
+    "A file-name part for a method list: 'rl+ear' for a few, 'methods_<hash>' for a long list."
+    names = methods.split(",") if isinstance(methods, str) else list(methods)
+    slug = "+".join(n.strip() for n in names)
+    return slug if len(slug) <= 40 else "methods_" + hashlib.sha256(slug.encode()).hexdigest()[:8]
+
+def report_stem(benchmark: str, mode: str = "tables", seed: int = 0, preset: str = "paper", methods="all",
+                retriever: str | None = None, overrides: dict | None = None) -> str:
+    "The file name (without .json) of a report: benchmark, mode, seed, then only what differs from the defaults."
+    parts = [benchmark, mode, f"seed{seed}"] + ([preset] if preset != "paper" else [])
+    parts += ([_slug(methods)] if methods not in (None, "all") else []) + ([retriever] if retriever else [])
+    if overrides: parts.append("set_" + hashlib.sha256(json.dumps(overrides, sort_keys=True).encode()).hexdigest()[:8])
+    return "-".join(parts)
+
+# %% ../../nbs/experiments/16_tables.ipynb #aa543a05
+def unused_path(path: str | Path, force: bool = False) -> Path:
+    "`path` itself when it is free (or `force`), else the first free `stem-2.suffix`, `stem-3.suffix`, …"
+    path = Path(path)
+    if force or not path.exists(): return path
+    n = 2
+    while path.with_name(f"{path.stem}-{n}{path.suffix}").exists(): n += 1
+    return path.with_name(f"{path.stem}-{n}{path.suffix}")
 
 # %% ../../nbs/experiments/16_tables.ipynb #4dfdbb46
 def plot_tables(report: dict, path: str | Path) -> Path:

@@ -8,12 +8,12 @@ import json, re, unicodedata, zlib
 from dataclasses import dataclass, field, asdict, fields
 from datetime import date, datetime, timezone
 from functools import lru_cache
+from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 from fastcore.basics import patch
 from ..core import (check_choice, DEFAULT_MODEL, Encoder, Memory, check_number, check_positive_int,
                          check_probability, check_int)
-from ..ear.replay import EARConfig
 from ..core import parse_locomo_datetime
 
 # %% auto #0
@@ -152,10 +152,13 @@ def check_seed_and_ear(config) -> None:
     "Validate the learner settings of a `StoreConfig`: a real EARConfig with a sane learning rate, an integer seed."
     check_int(config.seed, "seed")
     ear = {"K": config.candidates, "s": min(5, config.candidates), **config.ear}
-    try: EARConfig(**ear)
-    except TypeError as e: raise ValueError(f"ear: {e}") from None
-    except ValueError as e: raise ValueError(f"ear: {e}") from None
+    if config.ear:                       # without overrides K and s are valid by construction: no torch import needed
+        from earmem.ear.replay import EARConfig  # imported here: it pulls in torch, which most store commands never use
+        try: EARConfig(**ear)
+        except TypeError as e: raise ValueError(f"ear: {e}") from None
+        except ValueError as e: raise ValueError(f"ear: {e}") from None
     check_number(ear.get("lr", 1e-4), "ear['lr']", low=0, high=MAX_LEARNING_RATE, low_open=True)
+
 
 # %% ../../nbs/memory/17_hygiene.ipynb #d4d6315c
 @dataclass
@@ -313,8 +316,17 @@ def encoder_from_id(model_id: str):
     return Encoder(None if model_id == DEFAULT_MODEL else model_id)
 
 # %% ../../nbs/memory/17_hygiene.ipynb #ea5f1c2b
+class _FileTokenizer:
+    "A model folder's `tokenizer.json` through the `tokenizers` library (no transformers import), without truncation."
+    def __init__(self, file: str):
+        from tokenizers import Tokenizer
+        self.tok = Tokenizer.from_file(file); self.tok.no_truncation(); self.tok.no_padding()
+    def encode(self, text: str, add_special_tokens: bool = True) -> list:
+        return self.tok.encode(text, add_special_tokens=add_special_tokens).ids
+
 @lru_cache(maxsize=8)
 def _auto_tokenizer(path: str):
+    if (Path(path) / "tokenizer.json").is_file(): return _FileTokenizer(str(Path(path) / "tokenizer.json"))
     from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(path)
     tok.model_max_length = 10 ** 9  # we only count tokens; silence the 'longer than 512' warning

@@ -14,20 +14,21 @@ from ..ear.llm import _json_objects, _safe_json
 from .hygiene import check_entities, entities_overlap, merge_confidence
 
 # %% auto #0
-__all__ = ['ACTIONS', 'UPDATE_SYSTEM', 'Decision', 'Judge', 'clean_text', 'slots', 'slot_changes', 'judge_change',
-           'update_messages', 'parse_decision', 'LLMJudge', 'llm_judge', 'judge_scores', 'merge_duplicate',
-           'plan_dedupe']
+__all__ = ['ACTIONS', 'VALUE_SLOTS', 'UPDATE_SYSTEM', 'Decision', 'Judge', 'clean_text', 'topic_words', 'slots', 'slot_changes',
+           'judge_change', 'supersedes_at_door', 'update_messages', 'parse_decision', 'LLMJudge', 'llm_judge',
+           'judge_scores', 'merge_duplicate', 'plan_dedupe']
 
 # %% ../../nbs/memory/18_updates.ipynb #29617750
-ACTIONS = ("restatement", "update")
+ACTIONS = ("restatement", "update", "distinct")
 
 @dataclass(frozen=True)
 class Decision:
-    "A judge's verdict on a near-duplicate: `action` 'restatement' (merge) or 'update' (supersede), and why."
+    "A judge's verdict on a near-duplicate: `action` 'restatement' (merge), 'update' (supersede) or 'distinct' (another thing: keep both), and why."
     action: str
     reason: str  # short, e.g. "time 4pm → 3pm"
     changes: tuple = ()  # (slot, removed values, added values) behind the reason
     by: str = "rules"  # "rules", "llm" or "rules (llm fallback)"
+    agreed: tuple = ()  # slots both texts state with the same values (the rules fill it)
     def __post_init__(self): check_choice(self.action, "action", ACTIONS)
     @property
     def is_update(self) -> bool: return self.action == "update"
@@ -106,11 +107,52 @@ def _phone(s: str) -> str | None:
     d = re.sub(r"\D", "", s)
     return d if len(d) >= 7 else None
 
+# %% ../../nbs/memory/18_updates.ipynb #8dea3b64
+_ID_LABELS = {"inv": "invoice", "rm": "room", "po": "order", "pull request": "pr", "acct": "account", "apt": "apartment",
+              "flat": "apartment", "bldg": "building", "reference": "ref", **{w: w for w in """invoice room ticket order case
+              issue bug pr flight gate seat table account apartment unit suite building platform bus route tracking serial
+              build job node server host ward bed locker desk sku policy claim contract incident request story task sprint
+              release lot batch id ref cabin dock bay lane train branch patient customer member employee""".split()}}
+_ID_LABEL = "|".join(sorted(map(re.escape, _ID_LABELS), key=len, reverse=True)).replace(r"\ ", r"\s")
+_NOT_PRODUCTS = {"the", "at", "on", "in", "by", "to", "version", "release", "step", "chapter", "section", "page", "figure", "table", "eq"}
+
+def _label_id(g: dict) -> str | None:
+    "'Invoice #1042' → 'invoice 1042', 'Flight LH 454' → 'flight lh454'; a bare verb-like 'order 3' is no identifier."
+    label, v = _ID_LABELS[re.sub(r"\s+", " ", g["l"].casefold())], re.sub(r"[\s-]", "", g["v"]).casefold()
+    if label in ("order", "release", "build") and not g["h"] and len(v) < 3: return None
+    return f"{label} {v}"
+
+def _product(g: dict) -> str | None:
+    "'Excel' of 'Excel 16.8' → 'product excel' (the version is read later, as a value)."
+    return None if g["p"].casefold() in _NOT_PRODUCTS else f"product {g['p'].casefold()}"
+
+# %% ../../nbs/memory/18_updates.ipynb #71f359b4
+def _states() -> dict:
+    "state word (or phrase) → canonical state."
+    groups = {"open": "open|opened", "closed": "closed|shut", "broken": "broken|out of order", "working": "working|works|fixed|repaired",
+              "cancelled": "cancelled|canceled|called off", "done": "done|finished|completed|shipped|merged|resolved",
+              "pending": "pending|in progress|ongoing", "blocked": "blocked|on hold", "paid": "paid|settled", "unpaid": "unpaid|overdue",
+              "available": "available", "unavailable": "unavailable", "enabled": "enabled|active", "disabled": "disabled|inactive",
+              "online": "online", "offline": "offline", "approved": "approved|accepted", "rejected": "rejected|declined",
+              "sold out": "sold out|out of stock", "in stock": "in stock", "expired": "expired", "valid": "valid",
+              "locked": "locked", "unlocked": "unlocked", "vacant": "vacant", "occupied": "occupied", "booked": "booked"}
+    return {w: state for state, words in groups.items() for w in words.split("|")}
+
+_STATES = _states()
+_STATE = "|".join(sorted((re.escape(w).replace(r"\ ", r"\s") for w in _STATES), key=len, reverse=True))
+_FREQUENCY = {"daily": "day", "weekly": "week", "monthly": "month", "yearly": "year", "annually": "year", "weekday": "weekday",
+              "weekdays": "weekday", "weekend": "weekend", "weekends": "weekend", "fortnightly": "2 weeks", "biweekly": "2 weeks"}
+
 # %% ../../nbs/memory/18_updates.ipynb #54f0f60a
 _I = re.IGNORECASE
 _EXTRACTORS = [  # (slot, pattern, canonical value of a match's groups); applied in this order, each masks its matches
     ("url", re.compile(r"\b(?:https?://|www\.)[^\s<>\"]+[^\s<>\".,;:!?)\]']", _I), lambda g: g[0].casefold().rstrip("/")),
     ("email", re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b", _I), lambda g: g[0].casefold()),
+    ("identifier", re.compile(rf"(?i:\b(?P<l>{_ID_LABEL}))\b\.?\s?(?P<h>#|(?i:no\.|number|n°))?\s?:?\s?"
+                              r"(?P<v>(?:[A-Z]{1,4}[\s-]?)?\d(?:[\w.-]*\w)?)\b"), _label_id),
+    ("identifier", re.compile(r"#\s?(?P<v>\w*\d[\w-]*)"), lambda g: "# " + g["v"].casefold()),
+    ("identifier", re.compile(r"\b(?P<a>[A-Za-z]{2,})-(?P<n>\d+[A-Za-z]?)\b"), lambda g: f"code {g['a'].casefold()}{g['n'].casefold()}"),
+    ("identifier", re.compile(r"\b(?P<p>[A-Z][A-Za-z+#]*[a-z+#])(?=\s(?:v|version\s?)?\d+\.\d+)"), _product),
     ("quoted", re.compile(r"\"([^\"]{1,80})\"|(?<!\w)'([^']{1,80})'(?!\w)"), lambda g: clean_text(g[1] or g[2]).casefold()),
     ("date", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b"), lambda g: _date(g["y"], int(g["m"]), g["d"])),
     ("date", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b"), lambda g: f"{g['y']}-{g['a']}/{g['b']}"),
@@ -133,6 +175,10 @@ _EXTRACTORS = [  # (slot, pattern, canonical value of a match's groups); applied
     ("relative", re.compile(r"\b(?:today|tonight|tomorrow|yesterday|(?:next|this|last)\s(?:week|weekend|month|quarter|year)|"
                             r"end\sof\s(?:the\s)?(?:day|week|month|quarter|year)|eod|eow)\b", _I),
      lambda g: clean_text(g[0]).casefold().replace("the ", "")),
+    ("frequency", re.compile(r"\b(?:(?:every|each|per)\s(?:other\s)?(?P<e>day|week|month|year|weekday|weekend)|(?P<w>daily|weekly|monthly|yearly|annually|"
+                             r"weekdays?|weekends?|fortnightly|biweekly))\b", _I),
+     lambda g: ("other " if "other" in g[0].casefold() else "") + (g["e"].casefold() if g["e"] else _FREQUENCY[g["w"].casefold()])),
+    ("state", re.compile(rf"\b(?:{_STATE})\b", _I), lambda g: _STATES[re.sub(r"\s+", " ", g[0].casefold())]),
     ("quantity", re.compile(rf"(?<![\w.,])(?P<n>{_NUMW})(?:st|nd|rd|th)?(?:\s?(?P<u>{_UNIT})\b|(?![\w]))", _I), _quantity),
 ]
 
@@ -164,6 +210,20 @@ def _names(masked: str, other_masked: str) -> dict:
     for n, w, initial, odd in toks:
         if not initial or odd or n in mid: out.setdefault(n, w)
     return out
+
+# %% ../../nbs/memory/18_updates.ipynb #02f49f32
+_STOP = set("""a an the and or but of to in on at for with from by is are was were be been being it its this that these
+    those i you he she we they me him her us them my your his our their what which who whom did do does done have has had
+    will would can could should shall may might as so if then than there here about into over up down out off all any
+    each every some other per via""".split())
+_CHANGE_WORDS = set("""now moved move moves changed change changes switched switch rescheduled pushed delayed postponed got
+    new newly updated update actually instead anymore any more longer still again went goes raised lowered increased
+    decreased dropped bumped from since starting effective back after all""".split())
+
+def topic_words(masked: str) -> set:
+    "The content words of a masked text (casefolded, a plural 's' dropped): what it is about, not what it says about it."
+    words = (w.removesuffix("'s") for w in re.findall(r"[^\W\d_][\w']+", masked.casefold()))
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words} - _STOP - _CHANGE_WORDS
 
 # %% ../../nbs/memory/18_updates.ipynb #c048b399
 def _extract(text: str) -> tuple:
@@ -216,13 +276,45 @@ def _describe(change: tuple, surface: dict) -> str:
     if gone and added: return f"{label} {show(gone)} → {show(added)}"
     return f"{label} {show(gone or added)} {'removed' if gone else 'added'}"
 
+_ANCHORS = ("url", "email", "phone", "identifier", "quoted")
+
+def _distinct(a: dict, b: dict, masked: tuple) -> str | None:
+    "Why the two texts are about different things (other identifiers, no shared subject), or None."
+    ia, ib = set(a.get("identifier", ())), set(b.get("identifier", ()))
+    if ia and ib and ia != ib:
+        return f"identifier {', '.join(a['identifier'][v] for v in sorted(ia - ib))} ≠ {', '.join(b['identifier'][v] for v in sorted(ib - ia))}: another thing"
+    if any(set(a.get(s, ())) & set(b.get(s, ())) for s in _ANCHORS): return None  # the same URL, address, id …: one subject
+    ta, tb = (topic_words(m) for m in masked)
+    if ta and tb and not ta & tb: return f"different subjects ({', '.join(sorted(ta))} / {', '.join(sorted(tb))})"
+    return None
+
+# %% ../../nbs/memory/18_updates.ipynb #66c09866
+def _agreed(a: dict, b: dict) -> tuple:
+    "The slots (negation aside) both texts state, with the same values."
+    return tuple(s for s in sorted(set(a) & set(b)) if s != "negation" and set(a[s]) == set(b[s]))
+
 def judge_change(old: str, new: str) -> Decision:
-    "The rule-based `Judge`: 'update' when any slot changed, appeared or disappeared, else 'restatement'."
-    a, b = _slots(old, new), _slots(new, old)
+    "The rule-based `Judge`: 'distinct' for other identifiers or subjects; 'update' when any slot changed, appeared or disappeared; else 'restatement'."
+    (fa, ma), (fb, mb) = _extract(old), _extract(new)
+    fa["name"], fb["name"] = _names(ma, mb), _names(mb, ma)
+    a, b = ({k: v for k, v in f.items() if v} for f in (fa, fb))
+    why = _distinct(a, b, (ma, mb))
+    if why: return Decision("distinct", why, agreed=_agreed(a, b))
     changes = slot_changes(a, b)
-    if not changes: return Decision("restatement", "same slots; wording only")
+    if not changes: return Decision("restatement", "same slots; wording only", agreed=_agreed(a, b))
     surface = {(k, c): t for d in (b, a) for k, vs in d.items() for c, t in vs.items()}
-    return Decision("update", "; ".join(_describe(c, surface) for c in changes), tuple(changes))
+    return Decision("update", "; ".join(_describe(c, surface) for c in changes), tuple(changes), agreed=_agreed(a, b))
+
+# %% ../../nbs/memory/18_updates.ipynb #7210fa78
+VALUE_SLOTS = frozenset({"time", "date", "weekday", "relative", "frequency", "money", "percent", "quantity", "version", "state"})
+
+def supersedes_at_door(decision: Decision | None, near: bool) -> bool:
+    "Whether the judged pair makes the new memory supersede the old: any update of a near-duplicate; of a related memory, a value update."
+    if decision is None or not decision.is_update: return False
+    if near or decision.by == "llm": return True
+    values = [c for c in decision.changes if c[0] in VALUE_SLOTS]
+    if any(gone and added for _, gone, added in values): return True  # a value replaced by another
+    return bool(values) and not any(gone for _, gone, _ in decision.changes) and bool(set(decision.agreed) & VALUE_SLOTS)
 
 # %% ../../nbs/memory/18_updates.ipynb #b7c31e4a
 UPDATE_SYSTEM = (
@@ -324,6 +416,17 @@ def _best_duplicate(item: dict, old: list, new: list, fresh: list, fresh_of: dic
             best, best_sim = ("new", f), sim
     return best, best_sim
 
+# %% ../../nbs/memory/18_updates.ipynb #1d17b4c7
+def _best_neighbour(item: dict, old: list, new: list, fresh: list, fresh_of: dict, merges: dict, stored: Callable,
+                    threshold: float | None, related_kinds: tuple) -> tuple:
+    "(best, cosine, near): the closest near-duplicate (cosine ≥ `threshold`), else the closest related claim about a shared entity."
+    pick = lambda near: _best_duplicate(item, [p for p in old if (p[0] >= threshold) == near], [p for p in new if (p[0] >= threshold) == near],
+                                        fresh, fresh_of, merges, stored)
+    if threshold is None: return (*_best_duplicate(item, old, new, fresh, fresh_of, merges, stored), True)
+    best, sim = pick(True)
+    if best is not None or item["kind"] not in related_kinds or not item["entities"]: return best, sim, True
+    return (*pick(False), False)
+
 # %% ../../nbs/memory/18_updates.ipynb #8d2b04b6
 def _fresh(item: dict, vec) -> dict:
     return {**item, "vec": vec, "count": 1, "accessed": item["created"], "dups": [], "status": "active", "supersedes": None}
@@ -344,20 +447,21 @@ def _supersede(best: tuple, fresh: list, merges: dict, decision: Decision):
 
 # %% ../../nbs/memory/18_updates.ipynb #24a8bd61
 def plan_dedupe(items: list, V: np.ndarray, old: list, new: list, stored: Callable, exists: Callable,
-                judge: Judge | None = judge_change) -> tuple:
+                judge: Judge | None = judge_change, threshold: float | None = None, related_kinds: tuple = ()) -> tuple:
     "(fresh items, merged fields by stored id, per-item (where, ref, cosine, decision), explicit ids) for a batch."
     fresh, merges, plan, fresh_of, batch_ids = [], {}, [], {}, set()
     for i, item in enumerate(items):
         if item["id"] is not None:
             if exists(item["id"]) or item["id"] in batch_ids: raise ValueError(f"id: a memory with id {item['id']!r} already exists")
             batch_ids.add(item["id"])
-        best, sim = _best_duplicate(item, old[i], new[i], fresh, fresh_of, merges, stored)
+        best, sim, near = _best_neighbour(item, old[i], new[i], fresh, fresh_of, merges, stored, threshold, related_kinds)
         decision = judge(_claim_text(best, fresh), item["text"]) if best is not None and judge is not None else None
-        if best is None or (decision is not None and decision.is_update):
+        if best is None or not near or (decision is not None and decision.action != "restatement"):
             fresh_of[i] = len(fresh)
             fresh.append(_fresh(item, V[i]))
-            if best is not None: _supersede(best, fresh, merges, decision)
-            plan.append(("new", len(fresh) - 1, sim if best else None, decision)); continue
+            if best is not None and supersedes_at_door(decision, near): _supersede(best, fresh, merges, decision)
+            else: sim = decision = None  # fresh, replacing nothing
+            plan.append(("new", len(fresh) - 1, sim, decision)); continue
         where, ref = best
         if where == "old":
             target = merges.setdefault(ref["id"], {**{k: v for k, v in ref.items() if k not in ("id", "text")}, "dups": []})

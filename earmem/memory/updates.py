@@ -16,7 +16,7 @@ from .hygiene import check_entities, entities_overlap, merge_confidence
 # %% auto #0
 __all__ = ['ACTIONS', 'VALUE_SLOTS', 'UPDATE_SYSTEM', 'Decision', 'Judge', 'clean_text', 'topic_words', 'slots', 'slot_changes',
            'judge_change', 'supersedes_at_door', 'update_messages', 'parse_decision', 'LLMJudge', 'llm_judge',
-           'judge_scores', 'merge_duplicate', 'plan_dedupe']
+           'judge_scores', 'door_action', 'door_scores', 'table_report', 'main', 'merge_duplicate', 'plan_dedupe']
 
 # %% ../../nbs/memory/18_updates.ipynb #29617750
 ACTIONS = ("restatement", "update", "distinct")
@@ -278,13 +278,13 @@ def _describe(change: tuple, surface: dict) -> str:
 
 _ANCHORS = ("url", "email", "phone", "identifier", "quoted")
 
-def _distinct(a: dict, b: dict, masked: tuple) -> str | None:
+def _distinct(a: dict, b: dict, topics: tuple) -> str | None:
     "Why the two texts are about different things (other identifiers, no shared subject), or None."
     ia, ib = set(a.get("identifier", ())), set(b.get("identifier", ()))
     if ia and ib and ia != ib:
         return f"identifier {', '.join(a['identifier'][v] for v in sorted(ia - ib))} ≠ {', '.join(b['identifier'][v] for v in sorted(ib - ia))}: another thing"
     if any(set(a.get(s, ())) & set(b.get(s, ())) for s in _ANCHORS): return None  # the same URL, address, id …: one subject
-    ta, tb = (topic_words(m) for m in masked)
+    ta, tb = topics
     if ta and tb and not ta & tb: return f"different subjects ({', '.join(sorted(ta))} / {', '.join(sorted(tb))})"
     return None
 
@@ -298,18 +298,19 @@ def judge_change(old: str, new: str) -> Decision:
     (fa, ma), (fb, mb) = _extract(old), _extract(new)
     fa["name"], fb["name"] = _names(ma, mb), _names(mb, ma)
     a, b = ({k: v for k, v in f.items() if v} for f in (fa, fb))
-    why = _distinct(a, b, (ma, mb))
-    if why: return Decision("distinct", why, agreed=_agreed(a, b))
+    topics = (topic_words(ma), topic_words(mb))
+    why, agreed = _distinct(a, b, topics), _agreed(a, b)
+    if why: return Decision("distinct", why, agreed=agreed)
     changes = slot_changes(a, b)
-    if not changes: return Decision("restatement", "same slots; wording only", agreed=_agreed(a, b))
+    if not changes: return Decision("restatement", "same slots; wording only", agreed=agreed)
     surface = {(k, c): t for d in (b, a) for k, vs in d.items() for c, t in vs.items()}
-    return Decision("update", "; ".join(_describe(c, surface) for c in changes), tuple(changes), agreed=_agreed(a, b))
+    return Decision("update", "; ".join(_describe(c, surface) for c in changes), tuple(changes), agreed=agreed)
 
 # %% ../../nbs/memory/18_updates.ipynb #7210fa78
 VALUE_SLOTS = frozenset({"time", "date", "weekday", "relative", "frequency", "money", "percent", "quantity", "version", "state"})
 
 def supersedes_at_door(decision: Decision | None, near: bool) -> bool:
-    "Whether the judged pair makes the new memory supersede the old: any update of a near-duplicate; of a related memory, a value update."
+    "Whether the judged pair makes the new memory supersede the old: any update of a near-duplicate; of a related one, a value update."
     if decision is None or not decision.is_update: return False
     if near or decision.by == "llm": return True
     values = [c for c in decision.changes if c[0] in VALUE_SLOTS]
@@ -382,15 +383,64 @@ def llm_judge(client, retries: int = 1, fallback: Judge | None = judge_change) -
 
 # %% ../../nbs/memory/18_updates.ipynb #8c3afefa
 def judge_scores(pairs: list, judge: Judge = judge_change) -> dict:
-    "Precision, recall and F1 of the update class, the confusion counts and the misjudged pair ids."
-    c, wrong = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}, []
+    "Precision, recall and F1 of the update class, the confusion counts, the distinct pairs judged updates, and the misjudged ids."
+    c, wrong, hidden = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}, [], 0
     for p in pairs:
         pos, hit = p["expected"] == "update", judge(p["old"], p["new"]).is_update
         c[("t" if pos == hit else "f") + ("p" if hit else "n")] += 1
+        hidden += p["expected"] == "distinct" and hit
         if pos != hit: wrong.append(p["id"])
     prec = c["tp"] / max(c["tp"] + c["fp"], 1); rec = c["tp"] / max(c["tp"] + c["fn"], 1)
     return {"pairs": len(pairs), "precision": round(prec, 3), "recall": round(rec, 3),
-            "f1": round(2 * prec * rec / max(prec + rec, 1e-12), 3), **c, "wrong": wrong}
+            "f1": round(2 * prec * rec / max(prec + rec, 1e-12), 3), **c, "hidden": hidden, "wrong": wrong}
+
+# %% ../../nbs/memory/18_updates.ipynb #f1ba4928
+def door_action(pair: dict, judge: Judge = judge_change, threshold: float = 0.92, related: float = 0.7,
+                related_kinds: tuple = ("fact", "preference", "decision", "correction")) -> str:
+    "What a store does with the pair (the new memory arriving after the old): 'merge', 'supersede' or 'insert'."
+    near, cos = pair["cosine"] >= threshold, pair["cosine"]
+    if not near and not (cos >= related and pair["kind"] in related_kinds and pair["entities"]): return "insert"
+    d = judge(pair["old"], pair["new"])
+    if near and d.action == "restatement": return "merge"
+    return "supersede" if supersedes_at_door(d, near) else "insert"
+
+def door_scores(pairs: list, judge: Judge = judge_change, **door) -> dict:
+    "`judge_scores` of the store's answer at the door: supersede counts as 'update'; `hidden`: distinct pairs merged or superseded."
+    acts = {p["id"]: door_action(p, judge, **door) for p in pairs}
+    s = judge_scores(pairs, lambda old, new, it=iter(acts.values()): Decision("update" if next(it) == "supersede" else "restatement", "door"))
+    return {**s, "hidden": sum(p["expected"] == "distinct" and acts[p["id"]] != "insert" for p in pairs)}
+
+# %% ../../nbs/memory/18_updates.ipynb #42fa3a65
+def table_report(pairs: list, judge: Judge = judge_change, **door) -> list:
+    "Rows (split, part, scorer, scores) over the pair table: dev / held-out; every pair, round 1's, round 3's; the judge alone / at the door."
+    rows = []
+    for split in ("dev", "heldout"):
+        for part, keep in (("all", lambda p: True), ("round 1", lambda p: p.get("round", 1) == 1), ("round 3", lambda p: p.get("round") == 3)):
+            sub = [p for p in pairs if p["split"] == split and keep(p)]
+            rows += [(split, part, "judge", judge_scores(sub, judge)), (split, part, "door", door_scores(sub, judge, **door))]
+    return rows
+
+def _judge_from_file(path: str) -> Judge:
+    "`judge_change` of another copy of this module (e.g. an older version's updates.py), to score it on the same table."
+    import importlib.util, sys
+    spec = importlib.util.spec_from_file_location(f"{__package__}._judge_under_test", path)
+    mod = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.judge_change
+
+def main(argv=None):
+    "`python -m earmem.memory.updates [TABLE] [--judge updates.py] [--related 0.92]`: precision / recall of 'is an update' on the pair table."
+    import argparse, json
+    from pathlib import Path
+    ap = argparse.ArgumentParser(prog="python -m earmem.memory.updates", description=main.__doc__)
+    ap.add_argument("table", nargs="?", help="the pair table (default: nbs/memory/data/update_pairs.json of the source tree)")
+    ap.add_argument("--judge", help="score the judge_change of this copy of updates.py instead (e.g. an older version's)")
+    ap.add_argument("--related", type=float, default=0.7, help="lower end of the related band at the door (0.92: no band, as before round 3)")
+    a = ap.parse_args(argv)
+    judge = _judge_from_file(a.judge) if a.judge else judge_change
+    table = Path(a.table or Path(__file__).resolve().parents[2] / "nbs/memory/data/update_pairs.json")
+    for split, part, scorer, s in table_report(json.loads(table.read_text()), judge, related=a.related):
+        print(f"{split:8s} {part:8s} {scorer:6s} n={s['pairs']:3d}  P={s['precision']:.3f}  R={s['recall']:.3f}  hidden={s['hidden']}  wrong={s['wrong']}")
 
 # %% ../../nbs/memory/18_updates.ipynb #da3c0200
 def merge_duplicate(target: dict, item: dict, sim: float):
@@ -470,3 +520,7 @@ def plan_dedupe(items: list, V: np.ndarray, old: list, new: list, stored: Callab
         merge_duplicate(target, item, sim)
         plan.append((where, ref, sim, decision))
     return fresh, merges, plan, batch_ids
+
+# %% ../../nbs/memory/18_updates.ipynb #ac669dd0
+#| eval: false
+if __name__ == "__main__": main()  # python -m earmem.memory.updates (not run in the notebook, whose __name__ is __main__ too)

@@ -5,7 +5,7 @@
 # %% ../../nbs/memory/18_updates.ipynb #1f6b4494
 from __future__ import annotations
 import re, unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 import numpy as np
 from fastcore.basics import patch
@@ -28,7 +28,7 @@ class Decision:
     reason: str  # short, e.g. "time 4pm → 3pm"
     changes: tuple = ()  # (slot, removed values, added values) behind the reason
     by: str = "rules"  # "rules", "llm" or "rules (llm fallback)"
-    agreed: tuple = ()  # slots both texts state with the same values (the rules fill it)
+    agreed: tuple = field(default=(), compare=False)  # slots both texts state with the same values (the rules fill it; not part of the verdict)
     def __post_init__(self): check_choice(self.action, "action", ACTIONS)
     @property
     def is_update(self) -> bool: return self.action == "update"

@@ -15,8 +15,9 @@ from .hygiene import check_entities, entities_overlap, merge_confidence
 
 # %% auto #0
 __all__ = ['ACTIONS', 'VALUE_SLOTS', 'UPDATE_SYSTEM', 'Decision', 'Judge', 'clean_text', 'topic_words', 'slots', 'slot_changes',
-           'judge_change', 'supersedes_at_door', 'update_messages', 'parse_decision', 'LLMJudge', 'llm_judge',
-           'judge_scores', 'door_action', 'door_scores', 'table_report', 'main', 'merge_duplicate', 'plan_dedupe']
+           'judge_change', 'supersedes_at_door', 'merges_at_door', 'update_messages', 'parse_decision', 'LLMJudge',
+           'llm_judge', 'judge_scores', 'door_action', 'door_scores', 'table_report', 'main', 'merge_duplicate',
+           'plan_dedupe']
 
 # %% ../../nbs/memory/18_updates.ipynb #29617750
 ACTIONS = ("restatement", "update", "distinct")
@@ -317,6 +318,12 @@ def supersedes_at_door(decision: Decision | None, near: bool) -> bool:
     if any(gone and added for _, gone, added in values): return True  # a value replaced by another
     return bool(values) and not any(gone for _, gone, _ in decision.changes) and bool(set(decision.agreed) & VALUE_SLOTS)
 
+def merges_at_door(decision: Decision | None, near: bool) -> bool:
+    "Whether the pair merges: a restatement of a near-duplicate (or no judge); of a related memory, agreeing on a value and adding nothing."
+    if decision is None or near: return near and (decision is None or decision.action == "restatement")
+    if decision.action == "distinct" or not set(decision.agreed) & VALUE_SLOTS: return False
+    return all(not added for _, _, added in decision.changes)
+
 # %% ../../nbs/memory/18_updates.ipynb #b7c31e4a
 UPDATE_SYSTEM = (
     "You maintain the long-term memory of an assistant. An existing memory and a new, very similar memory are given "
@@ -401,7 +408,7 @@ def door_action(pair: dict, judge: Judge = judge_change, threshold: float = 0.92
     near, cos = pair["cosine"] >= threshold, pair["cosine"]
     if not near and not (cos >= related and pair["kind"] in related_kinds and pair["entities"]): return "insert"
     d = judge(pair["old"], pair["new"])
-    if near and d.action == "restatement": return "merge"
+    if merges_at_door(d, near): return "merge"
     return "supersede" if supersedes_at_door(d, near) else "insert"
 
 def door_scores(pairs: list, judge: Judge = judge_change, **door) -> dict:
@@ -506,7 +513,7 @@ def plan_dedupe(items: list, V: np.ndarray, old: list, new: list, stored: Callab
             batch_ids.add(item["id"])
         best, sim, near = _best_neighbour(item, old[i], new[i], fresh, fresh_of, merges, stored, threshold, related_kinds)
         decision = judge(_claim_text(best, fresh), item["text"]) if best is not None and judge is not None else None
-        if best is None or not near or (decision is not None and decision.action != "restatement"):
+        if best is None or not merges_at_door(decision, near):
             fresh_of[i] = len(fresh)
             fresh.append(_fresh(item, V[i]))
             if best is not None and supersedes_at_door(decision, near): _supersede(best, fresh, merges, decision)

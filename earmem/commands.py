@@ -428,6 +428,7 @@ def _message_lines(path) -> list:
         out.append(m)
     return out
 
+# %% ../nbs/cli/32_commands.ipynb #05809899
 def _cmd_add_messages(a):
     msgs = _message_lines(a.path)
     with _store_from_args(a, create=True) as s: r = s.add_messages(msgs, session=a.session, timestamp=a.timestamp, extract=not a.no_extract)

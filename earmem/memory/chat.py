@@ -206,7 +206,7 @@ def _corrected(self: MemoryStore, cand: dict, earlier: list) -> tuple:
     old, new = cand["replace"]
     for prev in reversed(earlier):
         if prev["kind"] != "correction" and (text := _swap(prev["text"], old, new)):
-            return {**cand, "text": text, "kind": prev["kind"], "entities": prev["entities"]}, prev["id"]
+            return {**cand, "text": text, "kind": prev["kind"], "entities": prev.get("entities", [])}, prev["id"]
     for h in self.search(f"{cand['text']} {old}", k=5, kinds=["fact", "decision", "preference"]):
         if (text := _swap(h.text, old, new)): return {**cand, "text": text, "kind": h.kind, "entities": list(h.entities)}, h.id
     return cand, None
@@ -263,6 +263,7 @@ def _extractor(extract) -> Extractor | None:
     if callable(extract): return extract
     raise TypeError(f"extract: expected True, False or an extractor (messages) -> candidates, got {type(extract).__name__}")
 
+# %% ../../nbs/memory/23b_chat.ipynb #b8ac33bb
 @patch
 def _write_claims(self: MemoryStore, cands: list, episode_of: dict, session: str | None, at: dict, name: str) -> list:
     "Write extracted candidates in order, corrections against what they correct; (AddResult, text, kind) per candidate."

@@ -432,9 +432,10 @@ def _message_lines(path) -> list:
 def _cmd_add_messages(a):
     msgs = _message_lines(a.path)
     with _store_from_args(a, create=True) as s: r = s.add_messages(msgs, session=a.session, timestamp=a.timestamp, extract=not a.no_extract)
-    mems = [{**asdict(x), "text": t, "kind": k} for x, t, k in r.memories]
-    lines = [r.summary()] + [f"{m['action']} {m['id']} {m['kind']}: {m['text']}" + (f" (supersedes {m['supersedes']}: {m['reason']})" if m["supersedes"] else "") for m in mems]
-    _emit(a, {"episodes": [asdict(x) for x in r.episodes], "memories": mems, "skipped": r.skipped}, "\n".join(lines))
+    j = r.to_json()
+    lines = [r.summary()] + [f"{m['action']} {m['id']} {m['kind']}: {m['text']}" + (f" (supersedes {m['supersedes']}: {m['reason']})" if m["supersedes"] else "")
+                             for m in j["memories"]]
+    _emit(a, j, "\n".join(lines))
 
 def _add_add_messages(sub):
     sp = _command(sub, "add-messages", "ingest a chat transcript (JSON Lines of messages)", "Store each message of FILE as an "

@@ -5,7 +5,7 @@
 # %% ../../nbs/memory/23b_chat.ipynb #8f101472
 from __future__ import annotations
 import json, re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Protocol
 from fastcore.basics import patch
@@ -236,6 +236,11 @@ class ChatResult:
     def updated(self) -> list: return [(r, t, k) for r, t, k in self.memories if r.action == "updated"]
     @property
     def stored(self) -> list: return [r for r in self.episodes] + [r for r, _, _ in self.memories]
+
+    def to_json(self) -> dict:
+        "The JSON-ready result every door returns: episodes and memories (id, action, similarity, count, supersedes, reason; text, kind), skipped."
+        return {"episodes": [asdict(r) for r in self.episodes], "memories": [{**asdict(r), "text": t, "kind": k} for r, t, k in self.memories],
+                "skipped": [{"turn": t, "reason": why} for t, why in self.skipped]}
 
     def summary(self) -> str:
         acts = [r.action for r in self.stored]

@@ -468,6 +468,47 @@ def add_memory_parser(subparsers) -> argparse.ArgumentParser:
                 _add_get, _add_list, _add_users, _add_clear): add(sub)
     return p
 
+# %% ../nbs/cli/32_commands.ipynb #485223f2
+import earmem.memory.chat  # noqa: F401  (files MemoryStore.add_messages)
+
+def _message_lines(path) -> list:
+    "The messages of a JSON Lines chat file (one {'role', 'content', …} object per non-empty line); errors name the line."
+    try: lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError) as e: raise ValueError(f"path: cannot read {path} as UTF-8 JSON Lines ({type(e).__name__})") from None
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip(): continue
+        try: m = json.loads(line)
+        except json.JSONDecodeError as e: raise ValueError(f"path: {path} line {n} is not JSON ({e.msg})") from None
+        if not isinstance(m, dict): raise ValueError(f"path: {path} line {n}: expected a message object with 'role' and 'content'")
+        out.append(m)
+    return out
+
+# %% ../nbs/cli/32_commands.ipynb #05809899
+def _cmd_add_messages(a):
+    msgs = _message_lines(a.path)
+    with _store_from_args(a, create=True) as s: r = s.add_messages(msgs, session=a.session, timestamp=a.timestamp, extract=not a.no_extract)
+    j = r.to_json()
+    lines = [r.summary()] + [f"{m['action']} {m['id']} {m['kind']}: {m['text']}" + (f" (supersedes {m['supersedes']}: {m['reason']})" if m["supersedes"] else "")
+                             for m in j["memories"]]
+    _emit(a, j, "\n".join(lines))
+
+def _add_add_messages(sub):
+    sp = _command(sub, "add-messages", "ingest a chat transcript (JSON Lines of messages)", "Store each message of FILE as an "
+                  "episode and the facts, decisions, preferences and corrections it states as memories (offline rules).", _cmd_add_messages)
+    sp.add_argument("path", help='a .jsonl file: one {"role": ..., "content": ..., "name"?: ..., "timestamp"?: ...} per line')
+    sp.add_argument("--session", default=None, help="the conversation / session id recorded with every memory")
+    sp.add_argument("--timestamp", default=None, help="when the messages were written, for those without one (ISO; default now)")
+    sp.add_argument("--no-extract", action="store_true", help="store the turns only, extract nothing")
+
+_memory_parser_base = add_memory_parser
+
+def add_memory_parser(subparsers) -> argparse.ArgumentParser:
+    "Add the `memory` command group (add, add-messages, search, inject, update, retract, delete, history, feedback, …) to `subparsers`."
+    p = _memory_parser_base(subparsers)
+    _add_add_messages(next(x for x in p._actions if isinstance(x, argparse._SubParsersAction)))
+    return p
+
 # %% ../nbs/cli/32_commands.ipynb #a2286c9b
 _FAULTS = (ValueError, TypeError, KeyError, OSError, ImportError, sqlite3.Error)
 

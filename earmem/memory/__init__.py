@@ -5,21 +5,22 @@
 # %% auto #0
 __all__ = ['SURFACE', 'MemoryStore', 'StoreConfig', 'HashingEncoder', 'KINDS', 'STORES', 'Hit', 'Hits', 'AddResult', 'Injection',
            'MemoryRecord', 'inject', 'tool_specs', 'handle_tool_call', 'MemoryTools', 'tools_for', 'SearchFilter',
-           'StorageBackend', 'SQLiteBackend', 'redact_url', 'PostgresBackend', 'UserTools', 'StorePool',
-           'AsyncMemoryStore', 'list_namespaces']
+           'StorageBackend', 'SQLiteBackend', 'redact_url', 'PostgresBackend', 'ChatResult', 'Extractor',
+           'RuleExtractor', 'LLMExtractor']
 
 # %% ../../nbs/memory/27_api.ipynb #dc1b8080
 import importlib
 
 SURFACE = {   # public name -> the module of this wing that defines it
-    "MemoryStore": "store", "StoreConfig": "hygiene", "HashingEncoder": "hygiene", "KINDS": "hygiene", "STORES": "hygiene",
+    "MemoryStore": "chat",  # the store's class, from the chapter that also files add_messages on it
+    "StoreConfig": "hygiene", "HashingEncoder": "hygiene", "KINDS": "hygiene", "STORES": "hygiene",
     "Hit": "agent", "Hits": "agent", "AddResult": "agent", "Injection": "agent", "MemoryRecord": "agent",
     "inject": "agent", "tool_specs": "agent", "handle_tool_call": "agent",
     "MemoryTools": "agent", "tools_for": "agent", "SearchFilter": "vectors",
     "StorageBackend": "storage", "SQLiteBackend": "sqlite", "redact_url": "storage", "PostgresBackend": "postgres",
-    "UserTools": "agent", "StorePool": "users", "AsyncMemoryStore": "users", "list_namespaces": "users",
+    "ChatResult": "chat", "Extractor": "chat", "RuleExtractor": "chat", "LLMExtractor": "chat",
 }
-_all_ = ["MemoryStore", "StoreConfig", "HashingEncoder", "KINDS", "STORES", "Hit", "Hits", "AddResult", "Injection", "MemoryRecord", "inject", "tool_specs", "handle_tool_call", "MemoryTools", "tools_for", "SearchFilter", "StorageBackend", "SQLiteBackend", "redact_url", "PostgresBackend", "UserTools", "StorePool", "AsyncMemoryStore", "list_namespaces"]   # `from earmem.memory import *`: the table's names (nbdev wants a literal list)
+_all_ = ["MemoryStore", "StoreConfig", "HashingEncoder", "KINDS", "STORES", "Hit", "Hits", "AddResult", "Injection", "MemoryRecord", "inject", "tool_specs", "handle_tool_call", "MemoryTools", "tools_for", "SearchFilter", "StorageBackend", "SQLiteBackend", "redact_url", "PostgresBackend", "ChatResult", "Extractor", "RuleExtractor", "LLMExtractor"]   # `from earmem.memory import *`: the table's names (nbdev wants a literal list)
 
 # %% ../../nbs/memory/27_api.ipynb #bfc0f9db
 def __getattr__(name: str):

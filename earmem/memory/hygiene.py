@@ -95,11 +95,11 @@ def check_entities(entities, name: str = "entities") -> tuple:
     if isinstance(entities, str): entities = [entities]
     if not isinstance(entities, (list, tuple, set, frozenset)):
         raise TypeError(f"{name}: expected a list of entity names, got {type(entities).__name__}")
-    out = []
+    out, seen = [], set()  # casefolded names kept so far: one set lookup per entity, linear in the list
     for e in entities:
         if not isinstance(e, str) or not e.strip(): raise ValueError(f"{name}: every entity must be a non-empty string, got {e!r}")
         e = check_line(e.strip(), name, MAX_ENTITY_CHARS)
-        if e.casefold() not in {o.casefold() for o in out}: out.append(e)
+        if e.casefold() not in seen: seen.add(e.casefold()); out.append(e)
     return tuple(out)
 
 # %% ../../nbs/memory/17_hygiene.ipynb #13d27043

@@ -236,9 +236,10 @@ def _encode(self: MemoryStore, texts: list, role: str = "document") -> np.ndarra
 @patch
 def _plan_batch(self: MemoryStore, items: list, V: np.ndarray, exclude: tuple) -> tuple:
     "Dedupe decisions for a batch: (fresh items, merges into stored memories, per-item plan, explicit ids)."
-    b = self._backend
-    old, new = b.near_duplicates([it["kind"] for it in items], V, self.config.dedupe_threshold, exclude)
-    return plan_dedupe(items, V, old, new, b.dedupe_fields, b.has, self.judge)
+    b, c = self._backend, self.config
+    near = min(c.conflict_similarity, c.dedupe_threshold)  # related claims too: a reworded update supersedes (chapter 18)
+    old, new = b.near_duplicates([it["kind"] for it in items], V, near, exclude)
+    return plan_dedupe(items, V, old, new, b.dedupe_fields, b.has, self.judge, c.dedupe_threshold, c.conflict_kinds)
 
 # %% ../../nbs/memory/23_store.ipynb #965c11db
 def _with_meta(meta_json: str, **extra) -> str:
@@ -393,6 +394,8 @@ def update(self: MemoryStore, id: str, *, reason: str | None = None, **changes) 
     if not changes: raise ValueError("changes: nothing to update; pass e.g. text=… or importance=…")
     self._check_open()
     with self._lock: old = self._record(id)
+    if old.status == "superseded":
+        raise ValueError(f"id: memory {id!r} is superseded by {old.metadata.get('superseded_by')!r}; edit that newer memory instead")
     item = self._updated_item(old, changes)
     vec = self._encode([item["text"]])[0] if "text" in changes else None
     sets = dict(text=item["text"], kind=item["kind"], store=KINDS[item["kind"]][0] if "kind" in changes else old.store,

@@ -23,30 +23,31 @@ def top_k(scores, k: int) -> set:
     s = np.asarray(scores, dtype=np.float64)
     return set(np.lexsort((np.arange(len(s)), -s))[:k].tolist())
 
-def overlap_at_k(adapted, frozen, k: int = 5) -> float:
-    "|top-k(adapted) ∩ top-k(frozen)| / min(k, number of candidates)."
-    n = min(k, len(frozen))
-    return len(top_k(adapted, n) & top_k(frozen, n)) / n if n else 1.0
+def overlap_at_k(adapted, frozen, k: int = 5, top: int | None = None) -> float:
+    "Share of the frozen top-`top` (default k) that is in the adapted top-k (k capped at the number of candidates)."
+    n = min(k, len(frozen)); t = min(n, k if top is None else top)
+    return len(top_k(adapted, n) & top_k(frozen, t)) / t if t else 1.0
 
 # %% ../../nbs/memory/23c_trust.ipynb #eddae9e1
-def agreement(learner, candidate_sets, k: int = 5) -> float:
-    "Mean overlap@k of `learner`'s scores with the frozen scores over `candidate_sets` (1.0 without learner or sets)."
+def agreement(learner, candidate_sets, k: int = 5, top: int | None = 3) -> float:
+    "Mean share of the frozen top-`top` kept in `learner`'s top-k over `candidate_sets` (1.0 without learner or sets)."
     sets = list(candidate_sets)
     if learner is None or not sets: return 1.0
     with one_blas_thread():
-        return float(np.mean([overlap_at_k(learner.scores(c), c.scores, k) for c in sets]))
+        return float(np.mean([overlap_at_k(learner.scores(c), c.scores, k, top) for c in sets]))
 
 # %% ../../nbs/memory/23c_trust.ipynb #25e2578a
 @dataclass(frozen=True)
 class Guard:
     "Keep a learner update only if agreement@k with frozen retrieval over the last `window` feedback queries stays >= `floor`."
-    floor: float = 0.6
+    floor: float = 0.8
     window: int = 32
     k: int = 5
+    top: int = 3
 
     def __post_init__(self):
         if not 0 <= self.floor <= 1: raise ValueError(f"floor: expected a number in [0, 1], got {self.floor!r}")
-        for n in ("window", "k"):
+        for n in ("window", "k", "top"):
             if not isinstance(getattr(self, n), int) or getattr(self, n) < 1: raise ValueError(f"{n}: expected a positive integer, got {getattr(self, n)!r}")
 
 MemoryStore.guard = None  # no guard unless one is set on the store
@@ -57,9 +58,12 @@ def snapshot(learner) -> tuple:
     return (copy.deepcopy(learner.adapter.state_dict()), copy.deepcopy(learner.optimizer.state_dict()),
             list(learner.buffer.items), learner.steps)
 
-def restore(learner, snap: tuple) -> None:
-    "Put `learner` back to `snap` (from `snapshot`)."
+def restore(learner, snap: tuple, alpha: float = 0.0) -> None:
+    "Put `learner` back to `snap` (from `snapshot`); 0 < `alpha` < 1 keeps that fraction of the parameter step since (and the rest)."
     params, opt, items, steps = snap
+    if alpha:
+        now = learner.adapter.state_dict()
+        learner.adapter.load_state_dict({n: p + alpha * (now[n] - p) for n, p in params.items()}); return
     learner.adapter.load_state_dict(params); learner.optimizer.load_state_dict(opt)
     learner.buffer.items, learner.buffer._Q, learner.steps = items, None, steps
 
@@ -75,12 +79,15 @@ def _learn(self: MemoryStore, cands, positions, labels) -> dict:
     guarded = hasattr(self._learner, "adapter") and hasattr(self._learner, "optimizer")
     snap = snapshot(self._learner) if guarded else None
     out = Learning._learn(self, cands, positions, labels)
-    agree = agreement(self._learner, self._guard_window, g.k)
+    agree, alpha = agreement(self._learner, self._guard_window, g.k, g.top), 1.0
+    while guarded and agree < g.floor and alpha > 1 / 16:  # too far: keep half the step, a quarter, ...
+        restore(self._learner, snap, alpha := alpha / 2)
+        agree = agreement(self._learner, self._guard_window, g.k, g.top)
     if guarded and agree < g.floor:
         restore(self._learner, snap)
         self.guard_refused = getattr(self, "guard_refused", 0) + 1
-        return {**out, "refused": True, "agreement": agree}
-    return {**out, "refused": False, "agreement": agree}
+        return {**out, "refused": True, "step": 0.0, "agreement": agree}
+    return {**out, "refused": False, "step": alpha, "agreement": agree}
 
 # %% ../../nbs/memory/23c_trust.ipynb #2cc2757a
 def poison_store(path, memories: int = 80, questions: int = 40, dim: int = 64, noise: float = 0.15, lr: float = 1e-2, seed: int = 0) -> tuple:
@@ -100,7 +107,7 @@ def hit_at_k(store, Q, right, k: int = 5) -> float:
 
 # %% ../../nbs/memory/23c_trust.ipynb #6a58ad6c
 def feed_stream(store, Q, right, steps: int, mode: str = "poison", k: int = 5, every: int = 0) -> list:
-    "Run `steps` feedback calls over the questions in turn (mode 'poison' or 'honest'); returns [(step, hit@k)] every `every` steps."
+    "Run `steps` feedback calls over the questions in turn (mode 'poison' or 'honest'); returns [(step, hit@k, hit@1)] every `every` steps."
     if mode not in ("poison", "honest"): raise ValueError(f"mode: expected 'poison' or 'honest', got {mode!r}")
     curve = []
     for t in range(steps):
@@ -109,7 +116,7 @@ def feed_stream(store, Q, right, steps: int, mode: str = "poison", k: int = 5, e
         wrong = [x for x in h.ids if x != right[i]]
         cited = wrong[-1:] if mode == "poison" else [x for x in h.ids if x == right[i]]
         store.feedback(h, cited=cited)
-        if every and (t + 1) % every == 0: curve.append((t + 1, hit_at_k(store, Q, right, k)))
+        if every and (t + 1) % every == 0: curve.append((t + 1, hit_at_k(store, Q, right, k), hit_at_k(store, Q, right, 1)))
     return curve
 
 # %% ../../nbs/memory/23c_trust.ipynb #8b536f7c
@@ -117,13 +124,14 @@ def feed_stream(store, Q, right, steps: int, mode: str = "poison", k: int = 5, e
 def health(self: MemoryStore, window: int = 32, k: int = 5, floor: float | None = None) -> dict:
     "{agreement, queries, floor, healthy, refused, learner_seq}: overlap@k of the learner with frozen retrieval on recent logged queries."
     self._check_open()
-    floor = (self.guard.floor if self.guard is not None else 0.6) if floor is None else floor
+    g = self.guard or Guard()
+    floor = g.floor if floor is None else floor
     with self._lock:
         self._sync_learner()
         last = self._backend.last_feedback()
         rows = [r for r in self._backend.feedback_rows(max(0, last - window)) if r[3] is not None and r[4] is not None]
         sets = [_logged_candidates(q, rec, vec, self.dim)[0] for _, q, _, rec, vec in rows]
-        agree = agreement(self._learner, sets, k)
+        agree = agreement(self._learner, sets, k, g.top)
     return {"agreement": round(agree, 4), "queries": len(sets), "floor": floor, "healthy": agree >= floor,
             "refused": getattr(self, "guard_refused", 0), "learner_seq": self._learner_seq}
 
@@ -156,7 +164,7 @@ def rollback(self: MemoryStore, to: int) -> dict:
     return {"to": int(to), "replayed": learned, "ignored": last - int(to), "learner": self._learner_version}
 
 # %% ../../nbs/memory/23c_trust.ipynb #7f5f1e78
-def poisoning_report(steps: int = 200, every: int = 40, lr: float = 1e-2, floor: float = 0.6, seed: int = 0) -> dict:
+def poisoning_report(steps: int = 200, every: int = 40, lr: float = 1e-2, floor: float = 0.8, seed: int = 0) -> dict:
     "hit@5 curves of poisoned and honest feedback streams, without and with a Guard, and after rolling the poisoned store back."
     import tempfile
     out = {}
@@ -166,11 +174,11 @@ def poisoning_report(steps: int = 200, every: int = 40, lr: float = 1e-2, floor:
             for guard in (False, True):
                 s, Q, right = poison_store(f"{d}/{mode}{guard}", lr=lr, seed=seed)
                 s.guard = Guard(floor=floor) if guard else None
-                curve = [(0, hit_at_k(s, Q, right))] + feed_stream(s, Q, right, steps, mode, every=every)
+                curve = [(0, hit_at_k(s, Q, right), hit_at_k(s, Q, right, 1))] + feed_stream(s, Q, right, steps, mode, every=every)
                 out[f"{mode}, {'guard' if guard else 'no guard'}"] = {"curve": curve, "refused": getattr(s, "guard_refused", 0),
                                                                      "agreement": s.health()["agreement"]}
                 if mode == "poison" and not guard:
-                    s.rollback(to=0); out["poison, no guard, then rollback(to=0)"] = {"curve": [(steps, hit_at_k(s, Q, right))], "refused": 0,
+                    s.rollback(to=0); out["poison, no guard, then rollback(to=0)"] = {"curve": [(steps, hit_at_k(s, Q, right), hit_at_k(s, Q, right, 1))], "refused": 0,
                                                                                     "agreement": s.health()["agreement"]}
                 s.close()
     return out
@@ -181,9 +189,10 @@ def main(argv=None):
     import argparse
     ap = argparse.ArgumentParser(prog="python -m earmem.memory.trust", description=main.__doc__)
     ap.add_argument("--steps", type=int, default=200); ap.add_argument("--every", type=int, default=40)
-    ap.add_argument("--lr", type=float, default=1e-2); ap.add_argument("--floor", type=float, default=0.6)
+    ap.add_argument("--lr", type=float, default=1e-2); ap.add_argument("--floor", type=float, default=0.8)
     a = ap.parse_args(argv)
     for name, r in poisoning_report(a.steps, a.every, a.lr, a.floor).items():
-        print(f"{name:38s} hit@5 " + " ".join(f"{t}:{h:.2f}" for t, h in r["curve"]) + f"   agreement {r['agreement']:.2f}  refused {r['refused']}")
+        print(f"{name:38s} hit@5 " + " ".join(f"{t}:{h:.2f}" for t, h, _ in r["curve"]) + f"   hit@1 at the end {r['curve'][-1][2]:.2f}"
+              f"   agreement {r['agreement']:.2f}   refused {r['refused']}")
 
 if __name__ == "__main__" and "__file__" in globals(): main()

@@ -101,7 +101,9 @@ def fingerprint_problem(manifest: dict, encoder) -> str | None:
     "Why `encoder` is not the one the store was built with although name and dimension match (None when it is, or unrecorded)."
     fp = manifest.get("probe")
     if not fp: return None
-    now = probe_fingerprint(np.asarray(encoder.encode_documents([PROBE_TEXT]))[0])
+    v = np.asarray(encoder.encode_documents([PROBE_TEXT]))
+    if v.ndim != 2 or v.shape[1] != manifest.get("dim"): return None  # another dimension: the dimension check names it
+    now = probe_fingerprint(v[0])
     if len(now) == len(fp) and max(abs(a - b) for a, b in zip(now, fp)) <= 0.01: return None
     return (f"encoder: {manifest['encoder']!r} embeds a probe text differently from when this store was built (same name and "
             "dimension, other weights): its queries would not match the stored embeddings. Open the store with the original model, "

@@ -99,6 +99,7 @@ def probe_fingerprint(v) -> list:
 
 def fingerprint_problem(manifest: dict, encoder) -> str | None:
     "Why `encoder` is not the one the store was built with although name and dimension match (None when it is, or unrecorded)."
+    # unrecorded: stores from before the fingerprint, or made by a stand-in that never encodes (a migration's, all zeros)
     fp = manifest.get("probe")
     if not fp: return None
     v = np.asarray(encoder.encode_documents([PROBE_TEXT]))
@@ -161,7 +162,7 @@ def _new_manifest(self: MemoryStore, encoder, config) -> dict:
     enc = encoder if encoder is not None else Encoder()
     probe = np.asarray(enc.encode_documents(["dimension probe"]))
     if probe.ndim != 2 or probe.shape[0] != 1: raise ValueError(f"encoder: encode_documents returned shape {probe.shape}; expected (1, d)")
-    return {"format": STORE_FORMAT, "version": STORE_VERSION, "encoder": enc.model_id, "dim": int(probe.shape[1]), "probe": probe_fingerprint(probe[0]),
+    return {"format": STORE_FORMAT, "version": STORE_VERSION, "encoder": enc.model_id, "dim": int(probe.shape[1]), "probe": probe_fingerprint(probe[0]) if np.any(probe) else None,
             "created": iso(time.time()), "config": (config or StoreConfig()).to_json()}
 
 # %% ../../nbs/memory/23_store.ipynb #3b0e0005

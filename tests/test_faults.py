@@ -270,5 +270,36 @@ def rollback_restores(tmp_path):
     s.close()
 
 
+# ================================================================================================= benchmark loaders (issue 21)
+def _locomo_file(tmp_path, mutate=None):
+    import json
+    from earmem.toys import tiny_locomo
+    data = tiny_locomo()
+    if mutate: mutate(data)
+    (tmp_path / "locomo10.json").write_text(json.dumps(data))
+    return tmp_path / "locomo10.json"
+
+
+def _turn0(d): return d[0]["conversation"]["session_1"][0]
+
+
+LOADER_CASES = [  # (case id, mutate(data) or None, load_locomo keywords, error pattern or None when it must load)
+    ("template-attribute-access", None, {"turn_template": "{text.__class__.__mro__}"}, "turn_template: .* uses attribute or index access"),
+    ("template-index-access", None, {"turn_template": "{speaker[0]}"}, "uses attribute or index access"),
+    ("template-type-error", lambda d: _turn0(d).update(blip_caption="a dog"), {"with_captions": True, "caption_template": "{caption:d}"}, "caption_template: cannot fill"),
+    ("duplicate-ids", lambda d: _turn0(d).update(dia_id=f"obs:S1:{_turn0(d)['speaker']}:1"), {}, "the id 'obs:S1:.*:1'; ids must be unique"),
+    ("observations-not-a-list", lambda d: d[0].update(observation={"session_1_observation": {"Ana": 5}}), {}, None),
+]
+
+for _id, _mut, _kw, _pat in LOADER_CASES:
+    def _fn(tmp_path, mut=_mut, kw=_kw, pat=_pat):
+        from earmem.experiments.data import load_locomo
+        f = _locomo_file(tmp_path, mut)
+        if pat is None: assert len(load_locomo(f, **kw).memories) > 0
+        else:
+            with pytest.raises(ValueError, match=pat): load_locomo(f, **kw)
+    case("benchmark loaders", "a ValueError naming the argument or the file (or, for a malformed optional part, dropped and reported), never a raw TypeError", f"locomo/{_id}")(_fn)
+
+
 @pytest.mark.parametrize("cls, name, outcome, fn", CASES, ids=[c[1] for c in CASES])
 def test_case(tmp_path, cls, name, outcome, fn): fn(tmp_path)

@@ -90,13 +90,16 @@ def _learn(self: MemoryStore, cands, positions, labels) -> dict:
     return {**out, "refused": False, "step": alpha, "agreement": agree}
 
 # %% ../../nbs/memory/23c_trust.ipynb #2cc2757a
-def poison_store(path, memories: int = 80, questions: int = 40, dim: int = 64, noise: float = 0.15, lr: float = 1e-2, seed: int = 0) -> tuple:
-    "(store, question embeddings (questions, dim), right ids): a synthetic store where question i's right memory is f'm{i}'."
+def poison_store(path, memories: int = 80, questions: int = 40, dim: int = 64, noise: float = 0.15, lr: float = 1e-2, seed: int = 0,
+                 twist: float = 0.0) -> tuple:
+    "(store, question embeddings (questions, dim), right ids): question i's right memory is f'm{i}'; `twist` rotates the questions part-way (learnable)."
     from earmem.memory.hygiene import HashingEncoder, StoreConfig
     rng = np.random.default_rng(seed)
     unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)
     M = unit(0.8 * unit(rng.standard_normal(dim)) + 0.35 * unit(rng.standard_normal((memories, dim))))
-    Q = unit(M[:questions] + noise * unit(rng.standard_normal((questions, dim)))).astype(np.float32)
+    Q = unit(M[:questions] + noise * unit(rng.standard_normal((questions, dim))))
+    O = np.linalg.qr(rng.standard_normal((dim, dim)))[0]  # a fixed rotation: what a linear adapter can learn to undo
+    Q = unit((1 - twist) * Q + twist * Q @ O.T).astype(np.float32)
     s = MemoryStore(path, encoder=HashingEncoder(dim), config=StoreConfig(min_relevance=-1.0, dedupe_threshold=1.0, ear={"lr": lr}, seed=seed))
     s.add_many([{"text": f"memory {i}", "kind": "fact", "id": f"m{i}"} for i in range(memories)], embeddings=M.astype(np.float32))
     return s, Q, [f"m{i}" for i in range(questions)]
@@ -164,7 +167,7 @@ def rollback(self: MemoryStore, to: int) -> dict:
     return {"to": int(to), "replayed": learned, "ignored": last - int(to), "learner": self._learner_version}
 
 # %% ../../nbs/memory/23c_trust.ipynb #7f5f1e78
-def poisoning_report(steps: int = 200, every: int = 40, lr: float = 1e-2, floor: float = 0.8, seed: int = 0) -> dict:
+def poisoning_report(steps: int = 200, every: int = 40, lr: float = 1e-2, floor: float = 0.8, seed: int = 0, twist: float = 0.0) -> dict:
     "hit@5 curves of poisoned and honest feedback streams, without and with a Guard, and after rolling the poisoned store back."
     import tempfile
     out = {}
@@ -172,7 +175,7 @@ def poisoning_report(steps: int = 200, every: int = 40, lr: float = 1e-2, floor:
         warnings.simplefilter("ignore")
         for mode in ("poison", "honest"):
             for guard in (False, True):
-                s, Q, right = poison_store(f"{d}/{mode}{guard}", lr=lr, seed=seed)
+                s, Q, right = poison_store(f"{d}/{mode}{guard}", lr=lr, seed=seed, twist=twist)
                 s.guard = Guard(floor=floor) if guard else None
                 curve = [(0, hit_at_k(s, Q, right), hit_at_k(s, Q, right, 1))] + feed_stream(s, Q, right, steps, mode, every=every)
                 out[f"{mode}, {'guard' if guard else 'no guard'}"] = {"curve": curve, "refused": getattr(s, "guard_refused", 0),
@@ -185,13 +188,14 @@ def poisoning_report(steps: int = 200, every: int = 40, lr: float = 1e-2, floor:
 
 # %% ../../nbs/memory/23c_trust.ipynb #6a4d5f7e
 def main(argv=None):
-    "`python -m earmem.memory.trust [--steps N] [--lr LR] [--floor F]`: the poisoning stream with and without the guard, and the rollback."
+    "`python -m earmem.memory.trust [--steps N] [--lr LR] [--floor F] [--twist T]`: the poisoning stream with and without the guard, and the rollback."
     import argparse
     ap = argparse.ArgumentParser(prog="python -m earmem.memory.trust", description=main.__doc__)
     ap.add_argument("--steps", type=int, default=200); ap.add_argument("--every", type=int, default=40)
     ap.add_argument("--lr", type=float, default=1e-2); ap.add_argument("--floor", type=float, default=0.8)
+    ap.add_argument("--twist", type=float, default=0.0, help="rotate the questions part-way: frozen retrieval errs, learning can fix it")
     a = ap.parse_args(argv)
-    for name, r in poisoning_report(a.steps, a.every, a.lr, a.floor).items():
+    for name, r in poisoning_report(a.steps, a.every, a.lr, a.floor, twist=a.twist).items():
         print(f"{name:38s} hit@5 " + " ".join(f"{t}:{h:.2f}" for t, h, _ in r["curve"]) + f"   hit@1 at the end {r['curve'][-1][2]:.2f}"
               f"   agreement {r['agreement']:.2f}   refused {r['refused']}")
 

@@ -303,6 +303,26 @@ def _add_repair(sub):
     _command(sub, "repair", "rebuild the learner from the feedback log", "Replay the feedback log into a fresh learner "
              "(after a damaged or missing learner checkpoint).", _cmd_repair, "what was rebuilt")
 
+# %% ../nbs/cli/32_commands.ipynb #7054d3a4
+def _cmd_rollback(a):
+    import earmem.memory.trust  # noqa: F401  — MemoryStore.rollback, health and feedback_log
+    with _store_from_args(a, readonly=a.list) as s:
+        out = {"feedback": s.feedback_log()} if a.list else s.rollback(to=a.to)
+        out["health"] = s.health()
+    h = out["health"]
+    health = f"health: agreement {h['agreement']:.2f} on {h['queries']} recent queries ({'healthy' if h['healthy'] else 'below the floor'} {h['floor']})"
+    rows = [f"{r['seq']:>6}  {','.join(r['cited'] or []) or '-':<12}  {r['query'][:60]}" for r in out.get("feedback", [])]
+    text = "\n".join(rows or ["no feedback logged"]) if a.list else "\n".join(f"{k}: {out[k]}" for k in ("to", "replayed", "ignored"))
+    _emit(a, out, f"{text}\n{health}")
+
+def _add_rollback(sub):
+    sp = _command(sub, "rollback", "rebuild the learner from the feedback log up to a row", "A fresh learner replays the "
+                  "feedback log up to row --to (0: none, frozen retrieval) and becomes current; later rows stay logged, unlearned.",
+                  _cmd_rollback, "what was rolled back")
+    g = sp.add_mutually_exclusive_group(required=True)
+    g.add_argument("--to", type=int, help="the last feedback row (seq) to learn from; 0 = none")
+    g.add_argument("--list", action="store_true", help="list the feedback log and the learner's health instead")
+
 # %% ../nbs/cli/32_commands.ipynb #baf42e69
 def _hits_file(path) -> dict:
     "The search of a `search --json` file: {query, k, filters, ids, cited}; errors name the file and the field."
@@ -464,7 +484,7 @@ def add_memory_parser(subparsers) -> argparse.ArgumentParser:
                               description="Work with an earmem MemoryStore folder (SQLite + embeddings + EAR learner).")
     sub = p.add_subparsers(dest="memory_command", metavar="COMMAND", required=True)
     for add in (_add_add, _add_search, _add_inject, _add_feedback, _add_update, _add_retract, _add_delete, _add_history,
-                _add_repair, _add_export, _add_import, _add_stats, _add_migrate, _add_bench,
+                _add_repair, _add_rollback, _add_export, _add_import, _add_stats, _add_migrate, _add_bench,
                 _add_get, _add_list, _add_users, _add_clear): add(sub)
     return p
 

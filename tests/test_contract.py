@@ -515,3 +515,37 @@ def test_a_url_store_never_shows_its_password(pg_url):
         assert not any(s in text for s in secrets), text
     assert "postgres:***@" in shown[0] and "password=***" in shown[0] and "host=" in shown[0]
     st.close()
+
+
+# issue 21: both backends reject or accept the same inputs with the same error (the store's checks run before the backend)
+SAME_ERRORS = [  # (case id, call on an open store, error type, the message's start)
+    ("zero-width-text", lambda s: s.add("\u200b\ufeff", "fact"), ValueError, "text: has only invisible characters"),
+    ("lone-surrogate", lambda s: s.add("abc \ud800", "fact"), ValueError, "text: contains a lone surrogate"),
+    ("surrogate-metadata", lambda s: s.add("abc", "fact", metadata={"k": "\udfff"}), ValueError, "metadata: contains a lone surrogate"),
+    ("nul-in-text", lambda s: s.add("abc \x00 def", "fact"), ValueError, "text: contains a NUL character"),
+    ("nul-in-metadata", lambda s: s.add("abc", "fact", metadata={"k": "a\x00b"}), ValueError, "metadata: contains a NUL character"),
+    ("zero-embedding", lambda s: s.add_many([{"text": "z", "kind": "fact"}], embeddings=np.zeros((1, DIM), np.float32)), ValueError, "embeddings: row 0 is all zeros"),
+    ("zero-query", lambda s: s.search(np.zeros(DIM, np.float32)), ValueError, "query: row 0 is all zeros"),
+    ("nan-embedding", lambda s: s.add_many([{"text": "n", "kind": "fact"}], embeddings=np.full((1, DIM), np.nan, np.float32)), ValueError, "embeddings"),
+    ("unknown-id", lambda s: s.get("nope"), KeyError, "id: no memory 'nope'"),
+    ("huge-importance", lambda s: s.add("x y", "fact", importance=7), ValueError, "importance"),
+]
+
+
+@pytest.mark.parametrize("name, call, exc, start", SAME_ERRORS, ids=[c[0] for c in SAME_ERRORS])
+def test_both_backends_name_the_same_faults(loc, name, call, exc, start):
+    st = loc.open(); fill(st); n = len(st)
+    with pytest.raises(exc) as e: call(st)
+    msg = e.value.args[0] if isinstance(e.value, KeyError) else str(e.value)
+    assert msg.startswith(start) and "Traceback" not in msg, msg
+    assert len(st) == n
+    st.close()
+
+
+def test_accepted_alike_on_both_backends(loc):
+    "Inputs one backend takes, the other takes too: unicode, emoji, long entity lists within the limits, big metadata."
+    st = loc.open()
+    r = [st.add("Zoë 🚀 chose Ωmega — naïve café", "decision", entities=[f"e{i}" for i in range(40)], metadata={"k": "v" * 4000}),
+         st.add("quotes ' \" and back\\slash; DROP TABLE memories;--", "fact")]
+    assert [x.action for x in r] == ["inserted", "inserted"] and st.get(r[1].id).text.endswith("memories;--")
+    st.close()

@@ -19,7 +19,7 @@ from ..core import Memory, Query, MemoryBank, Encoder, check_int, default_cache_
 __all__ = ['MEMORY_FEATURES', 'QUERY_FEATURES', 'LOCOMO_SOURCE', 'LOCOMO_URL', 'LOCOMO_SHA256', 'LOCOMO_NAMES',
            'LONGMEMEVAL_SOURCE', 'LONGMEMEVAL_URL', 'LONGMEMEVAL_NAMES', 'LOCOMO_CATEGORIES', 'Benchmark', 'data_dir',
            'data_root', 'find_data_file', 'check_options', 'DownloadError', 'sha256_of', 'fetch_file',
-           'parse_dialogue_ids', 'clean_evidence', 'check_locomo', 'download_locomo', 'load_locomo',
+           'parse_dialogue_ids', 'clean_evidence', 'check_locomo', 'download_locomo', 'check_unique_ids', 'load_locomo',
            'parse_longmemeval_date', 'check_longmemeval', 'load_longmemeval']
 
 # %% ../../nbs/experiments/10_data.ipynb #e2bad679
@@ -387,10 +387,16 @@ def check_locomo(data, file="LoCoMo data") -> None:
             raise bad(f"conversation {sid!r} observation is not an object")
 
 # %% ../../nbs/experiments/10_data.ipynb #8b178576
+import string as _string
+_FORMATTER = _string.Formatter()
+
 def _fill(template: str, name: str, **fields) -> str:
-    "`template.format(**fields)` with a ValueError naming the template argument on an unknown field."
+    "`template.format(**fields)` with a ValueError naming the template argument on an unknown field or any attribute / index access."
+    for _, field_name, _, _ in _FORMATTER.parse(template) if isinstance(template, str) else ():
+        if field_name and ("." in field_name or "[" in field_name):  # '{text.__class__}', '{speaker[0]}': not a plain field
+            raise ValueError(f"{name}: {{{field_name}}} uses attribute or index access; expected plain fields of {sorted(fields)}")
     try: return template.format(**fields)
-    except (KeyError, IndexError, ValueError) as e:
+    except (KeyError, IndexError, ValueError, TypeError) as e:
         raise ValueError(f"{name}: cannot fill {template!r} ({e!r}); available fields: {sorted(fields)}") from None
 
 def _date_prefix(with_date: bool, date_template: str, date, iso) -> str:
@@ -438,7 +444,9 @@ def _locomo_observations(s: dict, known: set, with_date, date_template, link_rep
         if not m or not isinstance(by_speaker, dict): continue
         n = int(m.group(1)); date = conv.get(f"session_{n}_date_time"); iso = parse_locomo_datetime(date)
         for who, items in by_speaker.items():
-            for j, item in enumerate(items or [], start=1):
+            if not isinstance(items, list):  # a speaker's observations must be a list of [text, links]
+                link_report.append({"memory": f"obs:S{n}:{who}", "raw": items, "action": "dropped: not a list of observations", "bank": sid}); continue
+            for j, item in enumerate(items, start=1):
                 got = _observation(item, f"obs:S{n}:{who}:{j}", sid, known, link_report)
                 if got: rows.append(dict(id=f"obs:S{n}:{who}:{j}", text=_date_prefix(with_date, date_template, date, iso) + got[0],
                                          store="semantic", kind="observation", timestamp=iso, bank=sid, session=f"S{n}",
@@ -470,6 +478,15 @@ def download_locomo(dest, url: str = LOCOMO_URL, timeout: float = 60, sha256: st
     pin = LOCOMO_SHA256 if sha256 is True else (sha256 or None)
     return fetch_file(url, dest, pin, lambda p: _check_json(p, url, "LoCoMo", check_locomo), timeout, progress)
 
+# %% ../../nbs/experiments/10_data.ipynb #7f550cac
+def check_unique_ids(rows: list, file="the data") -> None:
+    "A ValueError naming `file`, the conversation and the id when two memory rows of one bank share an id."
+    seen = set()
+    for r in rows:
+        key = (r["bank"], r["id"])
+        if key in seen: raise ValueError(f"path: {file} gives two memories of conversation {r['bank']!r} the id {r['id']!r}; ids must be unique")
+        seen.add(key)
+
 # %% ../../nbs/experiments/10_data.ipynb #f9be1dd6
 def load_locomo(path=None, *,
                 include_adversarial: bool = False,  # keep category 5 (the paper drops it)
@@ -496,6 +513,7 @@ def load_locomo(path=None, *,
         known = {r["id"] for r in turns}
         mem_rows += turns + (_locomo_observations(s, known, with_date, date_template, link_report) if with_observations else [])
         query_rows += _locomo_queries(s, known, include_adversarial, evidence_report)
+    check_unique_ids(mem_rows, file)
     return Benchmark("locomo", _table(mem_rows, MEMORY_FEATURES), _table(query_rows, QUERY_FEATURES),
                      evidence_report, link_report, str(file))
 

@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['SURFACE', 'MemoryStore', 'StoreConfig', 'HashingEncoder', 'KINDS', 'STORES', 'Hit', 'Hits', 'AddResult', 'Injection',
            'MemoryRecord', 'inject', 'tool_specs', 'handle_tool_call', 'MemoryTools', 'tools_for', 'SearchFilter',
-           'StorageBackend', 'SQLiteBackend', 'redact_url', 'PostgresBackend', 'ChatResult', 'Extractor',
-           'RuleExtractor', 'LLMExtractor']
+           'StorageBackend', 'SQLiteBackend', 'redact_url', 'PostgresBackend', 'UserTools', 'StorePool',
+           'AsyncMemoryStore', 'list_namespaces', 'ChatResult', 'Extractor', 'RuleExtractor', 'LLMExtractor']
 
 # %% ../../nbs/memory/27_api.ipynb #dc1b8080
 import importlib
@@ -18,9 +18,10 @@ SURFACE = {   # public name -> the module of this wing that defines it
     "inject": "agent", "tool_specs": "agent", "handle_tool_call": "agent",
     "MemoryTools": "agent", "tools_for": "agent", "SearchFilter": "vectors",
     "StorageBackend": "storage", "SQLiteBackend": "sqlite", "redact_url": "storage", "PostgresBackend": "postgres",
+    "UserTools": "agent", "StorePool": "users", "AsyncMemoryStore": "users", "list_namespaces": "users",
     "ChatResult": "chat", "Extractor": "chat", "RuleExtractor": "chat", "LLMExtractor": "chat",
 }
-_all_ = ["MemoryStore", "StoreConfig", "HashingEncoder", "KINDS", "STORES", "Hit", "Hits", "AddResult", "Injection", "MemoryRecord", "inject", "tool_specs", "handle_tool_call", "MemoryTools", "tools_for", "SearchFilter", "StorageBackend", "SQLiteBackend", "redact_url", "PostgresBackend", "ChatResult", "Extractor", "RuleExtractor", "LLMExtractor"]   # `from earmem.memory import *`: the table's names (nbdev wants a literal list)
+_all_ = ["MemoryStore", "StoreConfig", "HashingEncoder", "KINDS", "STORES", "Hit", "Hits", "AddResult", "Injection", "MemoryRecord", "inject", "tool_specs", "handle_tool_call", "MemoryTools", "tools_for", "SearchFilter", "StorageBackend", "SQLiteBackend", "redact_url", "PostgresBackend", "UserTools", "StorePool", "AsyncMemoryStore", "list_namespaces", "ChatResult", "Extractor", "RuleExtractor", "LLMExtractor"]   # `from earmem.memory import *`: the table's names (nbdev wants a literal list)
 
 # %% ../../nbs/memory/27_api.ipynb #bfc0f9db
 def __getattr__(name: str):

@@ -17,8 +17,9 @@ from .storage import (BACKENDS, RECORD_COLUMNS, AUDIT_COLUMNS, AuditEntry, Feedb
                                    _authority_end, check_finite_learner, check_manifest, check_namespace, learner_seq, redact_url)
 
 # %% auto #0
-__all__ = ['PG_FORMAT', 'PG_VERSION', 'PG_SCHEMA', 'HNSW_INDEX', 'UPGRADES', 'DEDUPE_NEIGHBOURS', 'check_identifier',
-           'connect_postgres', 'PostgresBackend', 'open_postgres_store']
+__all__ = ['PG_FORMAT', 'PG_VERSION', 'PG_SCHEMA', 'HNSW_INDEX', 'UPGRADES', 'DEDUPE_NEIGHBOURS', 'RECONNECT_TRIES',
+           'RECONNECT_WAIT', 'RESILIENT', 'check_identifier', 'connect_postgres', 'PostgresBackend',
+           'open_postgres_store']
 
 # %% ../../nbs/memory/25_postgres.ipynb #90f923a8
 PG_FORMAT, PG_VERSION = "earmem.memory.postgres-store", 1
@@ -642,3 +643,68 @@ def near_duplicates(self: PostgresBackend, kinds: list, V: np.ndarray, thr: floa
 def dedupe_fields(self: PostgresBackend, r: int) -> dict:
     "The fields of window row `r` that the dedupe rule reads and merges (`earmem.memory.hygiene.plan_dedupe`)."
     return self.index.dedupe_fields(r)
+
+# %% ../../nbs/memory/25_postgres.ipynb #09fecac2
+import functools, time
+RECONNECT_TRIES, RECONNECT_WAIT = 5, 0.2  # attempts to replace a lost connection, and the first wait between them (doubling)
+
+@patch
+def _reconnect(self: PostgresBackend):
+    "Replace a lost connection: RECONNECT_TRIES attempts, then a ConnectionError naming the server (without its password)."
+    last = None
+    for i in range(RECONNECT_TRIES):
+        try:
+            db = connect_postgres(self.url, 5)
+            db.execute(f"SET hnsw.ef_search = {self.ef_search}"); db.execute("SET hnsw.iterative_scan = relaxed_order")
+            self.__dict__["_db"] = db
+            return db
+        except ValueError as e: last = e
+        if i + 1 < RECONNECT_TRIES: time.sleep(RECONNECT_WAIT * 2 ** i)
+    raise ConnectionError(f"store: lost the connection to {redact_url(self.url)} and could not reconnect in {RECONNECT_TRIES} attempts ({last})")
+
+def _live_db(self):
+    "The connection, replaced first when the last statement found it broken."
+    d = self.__dict__.get("_db")
+    return self._reconnect() if d is not None and d.broken else d
+
+PostgresBackend.db = property(_live_db, lambda self, v: self.__dict__.__setitem__("_db", v))
+
+# %% ../../nbs/memory/25_postgres.ipynb #78d11877
+def _resilient(fn):
+    "`fn` retried once on a new connection when the old one was lost outside a transaction; inside one, a named ConnectionError."
+    @functools.wraps(fn)
+    def call(self, *a, **k):
+        import psycopg
+        d = self.__dict__.get("_db")
+        idle = d is None or d.broken or d.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        try: return fn(self, *a, **k)
+        except psycopg.OperationalError as e:
+            d = self.__dict__.get("_db")
+            if d is None or not d.broken: raise
+            if not idle:
+                why = _scrub(str(e).strip().splitlines()[0] if str(e).strip() else "closed", self.url)
+                raise ConnectionError(f"store: the connection to {redact_url(self.url)} was lost during a write ({why}); nothing of it was committed") from None
+            self._reconnect()
+            return fn(self, *a, **k)
+    return call
+
+RESILIENT = ("refresh", "changed", "candidates", "hybrid_candidates", "near_duplicates", "feedback_rows", "last_feedback", "counts",
+             "row", "ids", "has", "active_count", "history", "dump_rows", "dump_audit", "dump_feedback", "load_manifest", "save_manifest",
+             "point_learner", "prune_checkpoints", "save_learner", "load_learner", "size_bytes", "check",
+             "new_ids", "insert", "update_many", "touch", "erase", "audit_many", "log_feedback")
+for _name in RESILIENT: setattr(PostgresBackend, _name, _resilient(getattr(PostgresBackend, _name)))
+
+# %% ../../nbs/memory/25_postgres.ipynb #79aa5813
+_plain_write = PostgresBackend.write
+
+def _ping(self: PostgresBackend):
+    "A round trip that finds (and, being resilient, replaces) a lost connection before a transaction starts on it."
+    self._q("SELECT 1")
+PostgresBackend._ping = _resilient(_ping)
+
+@patch
+@contextmanager
+def write(self: PostgresBackend):
+    "The namespace's write transaction, on a connection checked (and replaced when lost) first; yields the new `rev`."
+    if not self.readonly: self._ping()
+    with _plain_write(self) as rev: yield rev

@@ -24,7 +24,8 @@ from .learning import Learning
 from .agent import AddResult, Hit, Hits, Injection, MemoryRecord
 
 # %% auto #0
-__all__ = ['MemoryStore', 'folder_writable']
+__all__ = ['PROBE_TEXT', 'MemoryStore', 'folder_writable', 'probe_fingerprint', 'fingerprint_problem', 'check_item_text',
+           'check_nonzero_rows', 'file_above', 'folder_gone']
 
 # %% ../../nbs/memory/23_store.ipynb #4aaec009
 from .storage import namespace_folder
@@ -88,11 +89,69 @@ def _read_only_mount(path: Path) -> bool:
     try: return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
     except (OSError, AttributeError): return False
 
+# %% ../../nbs/memory/23_store.ipynb #eb36aac0
+PROBE_TEXT = "dimension probe"
+
+def probe_fingerprint(v) -> list:
+    "The first 16 components (4 decimals) of the unit embedding `v` of PROBE_TEXT: the encoder's fingerprint in the manifest."
+    v = np.asarray(v, dtype=np.float64).ravel()
+    return [round(float(x), 4) for x in (v / (np.linalg.norm(v) or 1.0))[:16]]
+
+def fingerprint_problem(manifest: dict, encoder) -> str | None:
+    "Why `encoder` is not the one the store was built with although name and dimension match (None when it is, or unrecorded)."
+    # unrecorded: stores from before the fingerprint, or made by a stand-in that never encodes (a migration's, all zeros)
+    fp = manifest.get("probe")
+    if not fp: return None
+    v = np.asarray(encoder.encode_documents([PROBE_TEXT]))
+    if v.ndim != 2 or v.shape[1] != manifest.get("dim"): return None  # another dimension: the dimension check names it
+    now = probe_fingerprint(v[0])
+    if len(now) == len(fp) and max(abs(a - b) for a, b in zip(now, fp)) <= 0.01: return None
+    return (f"encoder: {manifest['encoder']!r} embeds a probe text differently from when this store was built (same name and "
+            "dimension, other weights): its queries would not match the stored embeddings. Open the store with the original model, "
+            "or re-embed it into a new store (earmem memory migrate)")
+
+# %% ../../nbs/memory/23_store.ipynb #7ebd2d88
+import re as _re, unicodedata as _ud
+_LONE_SURROGATE = _re.compile("[\ud800-\udfff]")
+
+def check_item_text(item: dict, prefix: str = "", name: str = "text") -> dict:
+    "`item` unchanged, or a ValueError naming the field: only invisible characters in its text, a lone surrogate or a NUL anywhere."
+    fields = {name: item.get("text"), "source": item.get("source"), "metadata": item.get("metadata"),
+              **{f"entities[{i}]": e for i, e in enumerate(item.get("entities") or ())}}
+    for field, v in fields.items():
+        if field == "metadata" and isinstance(v, str) and "\\u" in v: v = json.dumps(json.loads(v), ensure_ascii=False)  # stored escaped
+        if isinstance(v, str) and (m := _LONE_SURROGATE.search(v)):
+            raise ValueError(f"{prefix}{field}: contains a lone surrogate {m.group(0)!r} (half of a UTF-16 pair, not text); nothing was written")
+        if isinstance(v, str) and ("\x00" in v or (field == "metadata" and "\\u0000" in v)):  # SQLite would keep it, PostgreSQL refuses it: both backends refuse alike
+            raise ValueError(f"{prefix}{field}: contains a NUL character ('\\x00'), which no backend stores alike; nothing was written")
+    text = item.get("text")
+    if isinstance(text, str) and not any(not c.isspace() and _ud.category(c)[0] not in "CZ" for c in text):
+        raise ValueError(f"{prefix}{name}: has only invisible characters (zero-width spaces, joiners, format marks); expected some text")
+    return item
+
+def check_nonzero_rows(V: np.ndarray, name: str = "embeddings") -> np.ndarray:
+    "`V` unchanged, or a ValueError naming the first all-zero row."
+    bad = np.flatnonzero(~(np.abs(np.asarray(V)).max(axis=1) > 0)) if len(V) else []
+    if len(bad): raise ValueError(f"{name}: row {int(bad[0])} is all zeros (no direction, so no cosine); nothing was written")
+    return V
+
+# %% ../../nbs/memory/23_store.ipynb #f6fb299c
+def file_above(p: Path) -> Path | None:
+    "The first existing non-folder among the parents of `p` (None when there is none)."
+    return next((q for q in reversed(Path(p).absolute().parents) if q.exists() and not q.is_dir()), None)
+
+def folder_gone(p: Path) -> bool:
+    "Whether the store folder `p` (or its manifest) no longer exists."
+    return not (Path(p) / MANIFEST_NAME).exists()
+
 # %% ../../nbs/memory/23_store.ipynb #3b0e003a
 @patch(as_prop=True)
 def encoder(self: MemoryStore):
     "The store's encoder (built from the manifest on first use when none was given)."
-    if self._encoder is None: self._encoder = encoder_from_id(self.manifest["encoder"])
+    if self._encoder is None:
+        enc = encoder_from_id(self.manifest["encoder"])
+        if (why := fingerprint_problem(self.manifest, enc)): raise ValueError(why)
+        self._encoder = enc
     return self._encoder
 
 @patch(as_prop=True)
@@ -105,12 +164,13 @@ def _new_manifest(self: MemoryStore, encoder, config) -> dict:
     enc = encoder if encoder is not None else Encoder()
     probe = np.asarray(enc.encode_documents(["dimension probe"]))
     if probe.ndim != 2 or probe.shape[0] != 1: raise ValueError(f"encoder: encode_documents returned shape {probe.shape}; expected (1, d)")
-    return {"format": STORE_FORMAT, "version": STORE_VERSION, "encoder": enc.model_id, "dim": int(probe.shape[1]),
+    return {"format": STORE_FORMAT, "version": STORE_VERSION, "encoder": enc.model_id, "dim": int(probe.shape[1]), "probe": probe_fingerprint(probe[0]) if np.any(probe) else None,
             "created": iso(time.time()), "config": (config or StoreConfig()).to_json()}
 
 # %% ../../nbs/memory/23_store.ipynb #3b0e0005
 def _folder_manifest(p: Path, create: bool, new_manifest: Callable[[], dict]) -> dict:
     "The manifest of the store folder `p`, creating the store (with `new_manifest()`) when the folder is missing or empty and `create`."
+    if (f := file_above(p)) is not None: raise ValueError(f"path: {f} is a file, so no store folder can be made below it")
     if p.exists() and not p.is_dir(): raise ValueError(f"path: {p} is a file; expected a memory-store folder")
     if (p / MANIFEST_NAME).exists(): return read_manifest(p / MANIFEST_NAME)
     if p.exists() and any(p.iterdir()):
@@ -151,6 +211,7 @@ def _open(self: MemoryStore, encoder, config, create: bool):
     if encoder is not None and encoder.model_id != self.manifest["encoder"]:
         raise ValueError(f"encoder: the store at {self.path} was built with {self.manifest['encoder']!r}, "
                          f"got {encoder.model_id!r}; open it with that encoder (or none)")
+    if encoder is not None and (why := fingerprint_problem(self.manifest, encoder)): raise ValueError(why)
     self._encoder = encoder
     self._use_config(config)
     self._connect()
@@ -188,6 +249,7 @@ def _fresh(self: MemoryStore):
 @patch
 def _check_open(self: MemoryStore):
     if self._backend is None or self._backend.db is None: raise ValueError(f"store: {self.path} is closed")
+    if self.url is None and not self.readonly and folder_gone(self.path): self._refuse_writes_gone()
 
 @patch
 def close(self: MemoryStore):
@@ -298,10 +360,11 @@ _BATCH_DEFAULTS = {"kind", "entities", "importance", "timestamp", "source", "con
 
 @patch
 def _batch_vectors(self: MemoryStore, prepared: list, embeddings) -> np.ndarray:
-    if embeddings is None: return self._encode([p["text"] for p in prepared])
+    for i, p in enumerate(prepared): check_item_text(p, f"items[{i}]." if len(prepared) > 1 else "")
+    if embeddings is None: return check_nonzero_rows(self._encode([p["text"] for p in prepared]), "encoder")
     V = check_matrix(embeddings, "embeddings", dim=self.dim)
     if len(V) != len(prepared): raise ValueError(f"embeddings: expected {len(prepared)} rows (one per item), got {len(V)}")
-    return unit_rows(V)
+    return unit_rows(check_nonzero_rows(V, "embeddings"))
 
 # %% ../../nbs/memory/23_store.ipynb #3b0e001f
 @patch
@@ -463,11 +526,12 @@ def _query_vector(self: MemoryStore, query) -> tuple:
     "(text, unit query embedding) of a query string or a precomputed embedding."
     if isinstance(query, str):
         if not query.strip(): raise ValueError("query: is empty; expected a question or task description")
-        return query, self._encode([query], "query")[0]
+        check_item_text({"text": query}, "", "query")
+        return query, check_nonzero_rows(self._encode([query], "query"), "encoder")[0]
     if isinstance(query, np.ndarray):
         q = check_matrix(np.atleast_2d(query), "query", dim=self.dim)
         if len(q) != 1: raise ValueError(f"query: expected one embedding of dimension {self.dim}, got shape {query.shape}")
-        return "<embedding>", unit_rows(q)[0]
+        return "<embedding>", unit_rows(check_nonzero_rows(q, "query"))[0]
     raise TypeError(f"query: expected a string or a query embedding, got {type(query).__name__}")
 
 # %% ../../nbs/memory/23_store.ipynb #3b0e002c
@@ -631,3 +695,23 @@ def check(self: MemoryStore) -> dict:
     "The backend's integrity check (SQLite's, or PostgreSQL's vector type, index and fields); raises ValueError when anything is wrong."
     self._check_open()
     with self._lock: return {"ok": True, "memories": self._backend.check()}
+
+# %% ../../nbs/memory/23_store.ipynb #c99567ea
+@patch
+def _refuse_writes_gone(self: MemoryStore):
+    "Turn read-only because the store's folder disappeared while open (writes would go to a deleted file)."
+    self.readonly, self.readonly_reason = True, f"its folder was removed or moved while the store was open"
+    warnings.warn(f"store: {self.path}: {self.readonly_reason}; refusing writes (nothing more is written)", RuntimeWarning, stacklevel=4)
+
+# %% ../../nbs/memory/23_store.ipynb #134eef72
+@patch
+def _checkpoint(self: MemoryStore):
+    "Learning._checkpoint, deferred on failure: the feedback it follows is committed, so a failed save warns (and is retried later)."
+    try:
+        Learning._checkpoint(self); self.checkpoint_problem = None
+    except (OSError, TimeoutError, ValueError) as e:
+        self.checkpoint_problem = f"{type(e).__name__}: {e}"
+        warnings.warn(f"store {self.path}: learner checkpoint deferred ({self.checkpoint_problem}); the feedback is committed "
+                      "and the learner will be saved at the next feedback, flush() or close()", RuntimeWarning, stacklevel=3)
+
+MemoryStore.checkpoint_problem = None

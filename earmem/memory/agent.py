@@ -229,6 +229,11 @@ TOOL_ARGUMENTS = {  # operation -> (JSON Schema properties of its arguments, the
               "include_retracted": {"type": "boolean", "default": False}, **SearchFilter.json_schema()}, []),
     "delete": ({"id": _ID}, ["id"]),
     "clear": ({"reason": {"type": "string", "description": "Why every memory of the user goes (kept in the audit)."}}, []),
+    "add_messages": ({"messages": {"type": "array", "items": {"type": "object"}, "description": "Chat messages in turn: {role, content, optional name and timestamp}."},
+                      "session": {"type": "string", "description": "The conversation / session id the turns belong to."},
+                      "timestamp": MEMORY_FIELDS["timestamp"],
+                      "extract": {"type": "boolean", "default": True, "description": "Also store the facts, decisions, preferences and corrections the turns state (offline rules)."}},
+                     ["messages"]),
     "stats": ({}, []),
     "users": ({}, [])}
 TOOL_NAMES = tuple(TOOL_ARGUMENTS)
@@ -259,6 +264,7 @@ TOOL_DESCRIPTIONS = {
     "list": "Page through stored memories in the order they were written (limit, offset; next_offset is the next page), narrowed like search.",
     "delete": "Erase one memory by id (its text leaves the history too; a 'delete' entry remains).",
     "clear": "Erase every memory of the user (audited: a 'delete' entry per memory remains).",
+    "add_messages": "Store a conversation: each message as an episode with its session and speaker, and the facts, decisions, preferences and corrections it states as memories (updates supersede).",
     "stats": "Counts by kind, store and status, feedback events and the learner version of the user's memory.",
     "users": "The users (namespaces) this door serves."}
 
@@ -457,6 +463,15 @@ def stats(self: MemoryTools) -> dict: return self.store.stats()
 def users(self: MemoryTools) -> dict:
     "The user a door onto one store serves: {'users': [its namespace]}."
     return {"users": [getattr(self.store, "namespace", "default")]}
+
+# %% ../../nbs/memory/21_agent.ipynb #22b22f56
+@patch
+def add_messages(self: MemoryTools, messages: list, session: str | None = None, timestamp=None, extract: bool = True) -> dict:
+    "Store chat `messages` through the store's `add_messages` (turns as episodes, extracted claims as memories); its JSON result."
+    if not callable(getattr(self.store, "add_messages", None)):
+        raise TypeError("add_messages: this store has no chat ingestion; import earmem.memory (or earmem.memory.chat) first")
+    return self.store.add_messages(messages, session=session, timestamp=timestamp, extract=extract).to_json()
+
 
 # %% ../../nbs/memory/21_agent.ipynb #3a97bdcc
 def _scoped(name: str, args: dict) -> tuple:

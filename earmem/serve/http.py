@@ -9,6 +9,8 @@ from pathlib import Path
 from ..memory.agent import ArgumentError, MemoryTools, UserTools, check_value, error_json, tool_schema, tools_for, unknown_argument
 from ..memory.store import MemoryStore
 from ..memory.users import StorePool
+import earmem.memory.chat  # noqa: F401  (files MemoryStore.add_messages, the /memories/messages route)
+from .access import load_keys, protect, require_keys
 from .mcp import require
 try:
     from fastapi import Body, FastAPI, Query, Request
@@ -103,6 +105,9 @@ def _error_handlers(app: FastAPI):
 def _memory_routes(app: FastAPI, t: MemoryTools | UserTools):
     @app.post("/memories", status_code=201, tags=["memories"], summary="Store a memory (near-duplicates merge)", openapi_extra=_body("add"))
     def add_memory(body: dict = Body(...)) -> dict: return _run(lambda: t.run("add", body))
+    @app.post("/memories/messages", status_code=201, tags=["memories"], summary="Store a chat transcript: turns as episodes, stated facts as memories",
+              openapi_extra=_body("add_messages"))
+    def add_messages(body: dict = Body(...)) -> dict: return _run(lambda: t.run("add_messages", body))
     @app.get("/memories", tags=["memories"], summary="List stored memories (paginated: limit, offset, next_offset)", openapi_extra=_query_doc("list"))
     def list_memories(request: Request) -> dict: return _run(lambda: t.run("list", _query_args(request.query_params, "list")))
     @app.delete("/memories", tags=["memories"], summary="Erase every memory of one user (user_id required; audited)", openapi_extra=_query_doc("clear"))
@@ -193,8 +198,9 @@ def create_app(store: MemoryStore | StorePool | MemoryTools | UserTools) -> Fast
 
 # %% ../../nbs/serve/29_http.ipynb #dd69531d
 def serve_http(store_path: str | Path, host: str = "127.0.0.1", port: int = 8766, namespace: str | None = None) -> None:
-    "Serve every user of the store at `store_path` (folder or URL; only user `namespace` when given) over HTTP with uvicorn on host:port (docs at /docs)."
+    "Serve every user of the store at `store_path` (folder or URL; only user `namespace` when given) over HTTP with uvicorn on host:port (docs at /docs), behind the access rules of chapter 27a (keys from the environment, required beyond loopback; Host/Origin checks; size limits; named faults)."
     uvicorn = require("uvicorn", "server")
+    keys = load_keys(); require_keys(host, keys)  # refuse a bind beyond loopback without keys before opening anything
     pool = StorePool(store_path, namespace=namespace)
-    try: uvicorn.run(create_app(pool), host=host, port=port, log_level="warning")
+    try: uvicorn.run(protect(create_app(pool), pool, host=host, keys=keys), host=host, port=port, log_level="warning")
     finally: pool.close()

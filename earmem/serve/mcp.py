@@ -11,6 +11,8 @@ from ..memory.agent import (ArgumentError, MemoryTools, TOOL_DESCRIPTIONS, TOOL_
                                  tool_schema, tools_for)
 from ..memory.store import MemoryStore
 from ..memory.users import StorePool
+import earmem.memory.chat  # noqa: F401  (files MemoryStore.add_messages, the add_messages tool)
+from .access import clean_message, load_keys, protect, require_keys
 
 # %% auto #0
 __all__ = ['MCP_TOOLS', 'require', 'mcp_tool', 'build_mcp_server', 'serve_mcp', 'main', 'show_transcript', 'stdio_transcript',
@@ -52,10 +54,18 @@ def _memory_server_class():
     return MemoryServer
 
 # %% ../../nbs/serve/28_mcp.ipynb #9c280004
+def _paths(t) -> list:
+    "The server folders an error message must not show: the store's (or the pool's) folder."
+    p = str(getattr(getattr(t, "store", None) or getattr(t, "stores", None), "path", "") or "")
+    return [p] if p and "://" not in p else []
+
 def mcp_tool(t: MemoryTools, name: str):
     "Operation `name` of the tool layer `t` as an MCP tool: the layer's description and JSON Schema, its checks, its results (an MCP `add` records source 'mcp')."
     defaults = {"source": "mcp"} if name == "add" else None
-    def run(arguments: dict) -> dict: return t.call(name, arguments, defaults)
+    def run(arguments: dict) -> dict:
+        out = t.call(name, arguments, defaults)
+        if isinstance(out, dict) and set(out) == {"error"}: out = {"error": clean_message(out["error"], _paths(t))}  # no server path or password to a client
+        return out
     tool = _schema_tool_class().from_function(run, name=name, description=TOOL_DESCRIPTIONS[name])
     tool.parameters = tool_schema(name)
     return tool
@@ -85,11 +95,14 @@ def serve_mcp(store_path: str | Path, transport: str = "stdio", host: str = "127
     "Serve every user of the store at `store_path` (folder or URL; pinned to one user by `namespace`) over MCP: transport 'stdio' or 'http' (streamable HTTP on host:port, path /mcp)."
     if transport not in ("stdio", "http"): raise ValueError(f"transport: expected 'stdio' or 'http', got {transport!r}")
     port = check_positive_int(port, "port")
+    keys = load_keys() if transport == "http" else []
+    if transport == "http": require_keys(host, keys)  # beyond loopback only with keys (from the environment)
     pool = StorePool(store_path, namespace=namespace)
     server = build_mcp_server(pool)
     try:
         if transport == "stdio": server.run("stdio")
-        else: server.run("streamable-http", host=host, port=port)
+        else: require("uvicorn", "server").run(protect(server.streamable_http_app(host=host), pool, host=host, keys=keys),
+                                               host=host, port=port, log_level="warning")
     finally: pool.close()
 
 def main(argv: list | None = None) -> None:

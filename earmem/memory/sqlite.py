@@ -61,7 +61,7 @@ def _catch_up(self: SQLiteBackend, rev: int):
         got = db.execute(f"SELECT seq, {_COLUMNS} FROM memories ORDER BY seq").fetchall()
         ix.load([r[1:] for r in got])
         self._seq = np.fromiter((r[0] for r in got), np.int64, len(got))
-        self._pending = set(range(len(got))) if self.ann is not None else set()  # a graph built on an empty store lacks them all
+        self._pending = set(range(len(got))) if getattr(self, "ann", None) is not None else set()  # a graph built on an empty store lacks them all
     else:
         for r in db.execute(f"SELECT seq, {_COLUMNS} FROM memories WHERE rev > ? ORDER BY rev, seq", (self.rev,)): self._track(r[0], r[1:])
     self.rev = rev

@@ -1,4 +1,4 @@
-"""The approximate index of the embedded store (chapter 20b, used by chapter 20a's SQLiteBackend): a store forced onto
+"""The approximate index of the embedded store (chapter 19a, used by chapter 20a's SQLiteBackend): a store forced onto
 the graph answers as the exact scan does; LoCoMo-sized stores give the same hits with the graph on and off; and (slow)
 SIGKILL during adds with the graph enabled loses no committed memory and leaves a graph whose answers are verified.
 

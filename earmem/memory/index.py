@@ -82,7 +82,8 @@ def search_many(self: VectorIndex, Q: np.ndarray, k: int, threads: int = 0) -> n
     self.graph.expansion_search = max(self.ef, 2 * k)
     m = self.graph.search(Q, min(k, len(self.graph)), threads=threads)
     keys = np.asarray(m.keys, np.int64).reshape(len(Q), -1)
-    keys[np.arange(keys.shape[1])[None, :] >= np.asarray(m.counts).reshape(-1, 1)] = -1
+    counts = np.asarray(getattr(m, "counts", [len(m.keys)])).reshape(-1, 1)  # one query: usearch answers a single Matches
+    keys[np.arange(keys.shape[1])[None, :] >= counts] = -1
     return np.pad(keys, ((0, 0), (0, k - keys.shape[1])), constant_values=-1)
 
 # %% ../../nbs/memory/19a_index.ipynb #1661b9f5

@@ -372,6 +372,21 @@ def _rows_of(self: SQLiteBackend, keys: np.ndarray) -> np.ndarray:
     p = np.minimum(np.searchsorted(seq, keys), n - 1)
     return np.where(seq[p] == keys, p, -1)
 
+# %% ../../nbs/memory/20a_sqlite.ipynb #b5f5528d
+@patch
+def _absorb(self: SQLiteBackend):
+    "Add the pending rows' current vectors to the graph (replacing their old ones)."
+    rows = np.array(sorted(p for p in self._pending if self.index.ids[p] is not None), np.int64)
+    if len(rows): self.ann.add(self._seq[rows], self.index.E[rows])
+    self._pending = set()
+
+@patch
+def save_index(self: SQLiteBackend, force: bool = False):
+    "Bring the graph up to date and save it stamped with the current revision (when it changed since it was opened, or `force`)."
+    if self.ann is None or self.readonly or self.immutable or (self.ann.viewed and not force): return
+    self._absorb()
+    self.ann.save(self.path, self.rev)
+
 # %% ../../nbs/memory/20a_sqlite.ipynb #a5c3a4d7
 @patch
 def _open_graph(self: SQLiteBackend) -> bool:
@@ -397,21 +412,6 @@ def build_index(self: SQLiteBackend, progress: bool | None = None) -> int:
     self.ann, self._pending = vi, set()
     self.save_index(force=True)
     return len(vi)
-
-# %% ../../nbs/memory/20a_sqlite.ipynb #b5f5528d
-@patch
-def _absorb(self: SQLiteBackend):
-    "Add the pending rows' current vectors to the graph (replacing their old ones)."
-    rows = np.array(sorted(p for p in self._pending if self.index.ids[p] is not None), np.int64)
-    if len(rows): self.ann.add(self._seq[rows], self.index.E[rows])
-    self._pending = set()
-
-@patch
-def save_index(self: SQLiteBackend, force: bool = False):
-    "Bring the graph up to date and save it stamped with the current revision (when it changed since it was opened, or `force`)."
-    if self.ann is None or self.readonly or self.immutable or (self.ann.viewed and not force): return
-    self._absorb()
-    self.ann.save(self.path, self.rev)
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #d4ad12c1
 @patch

@@ -67,17 +67,6 @@ def _catch_up(self: SQLiteBackend, rev: int):
     self.rev = rev
 
 @patch
-def _track(self: SQLiteBackend, seq: int, r: tuple):
-    "Upsert row `r` (key `seq`) into the mirror; a new row or a changed vector becomes pending for the graph."
-    ix = self.index
-    p = ix.pos.get(r[0])
-    same = p is not None and ix.E[p].tobytes() == r[-1]
-    p = ix.upsert(r)
-    if p >= len(self._seq): self._seq = np.concatenate([self._seq, np.zeros(max(256, len(self._seq)), np.int64)])
-    self._seq[p] = seq  # seqs only grow (AUTOINCREMENT, one writer at a time): the mirror's seqs stay sorted
-    if not same: self._pending.add(p)
-
-@patch
 def refresh(self: SQLiteBackend) -> str:
     "Pull rows changed since the last seen `rev` (own and other processes' commits); returns the learner pointer."
     db = self.db
@@ -96,6 +85,18 @@ def refresh(self: SQLiteBackend) -> str:
 def changed(self: SQLiteBackend) -> bool:
     "True when another connection committed since the last `refresh`."
     return self.db.execute("PRAGMA data_version").fetchone()[0] != self._data_version
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #a6169693
+@patch
+def _track(self: SQLiteBackend, seq: int, r: tuple):
+    "Upsert row `r` (key `seq`) into the mirror; a new row or a changed vector becomes pending for the graph."
+    ix = self.index
+    p = ix.pos.get(r[0])
+    same = p is not None and ix.E[p].tobytes() == r[-1]
+    p = ix.upsert(r)
+    if p >= len(self._seq): self._seq = np.concatenate([self._seq, np.zeros(max(256, len(self._seq)), np.int64)])
+    self._seq[p] = seq  # seqs only grow (AUTOINCREMENT, one writer at a time): the mirror's seqs stay sorted
+    if not same: self._pending.add(p)
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #17d7d1a0
 @patch

@@ -156,6 +156,16 @@ def _add_export(sub):
 
 # %% ../nbs/cli/32_commands.ipynb #9ccfae09
 def _cmd_bench(a):
+    if a.compare:  # the store against its installed peers (earmem[bench]), one table of ratios
+        from .memory.bench import compare_engines, compare_table, encoder_rate, latency_figure
+        rows = compare_engines(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, clusters=a.clusters, peers=a.peers, progress=not a.quiet)
+        if a.figure: latency_figure(rows, a.figure)
+        if a.encoder: rows.append({"encoder": encoder_rate()})
+        if a.json: print(json.dumps(rows, indent=1)); return
+        print(compare_table([r for r in rows if "engines" in r]))
+        for r in rows:
+            if "encoder" in r: print(f"encoder {r['encoder']['model']}: {r['encoder']['texts_per_s']} texts/s (model load {r['encoder']['load_s']} s)")
+        return
     if a.backend == "sqlite":
         rows = benchmark_store(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, progress=not a.quiet)
     else:
@@ -180,6 +190,10 @@ def _add_bench(sub):
     sp.add_argument("--dim", type=int, default=384, help="embedding dimension (default 384, MiniLM's)")
     sp.add_argument("--queries", type=int, default=200, help="timed queries per size (default 200)")
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
+    sp.add_argument("--compare", action="store_true", help="the embedded store against the installed peer engines (earmem[bench]): one table of ratios")
+    sp.add_argument("--peers", nargs="+", help="--compare: only these peers (usearch faiss hnswlib sqlite-vec; default: every installed one)")
+    sp.add_argument("--figure", help="--compare: write a PNG of search latency against size per engine here")
+    sp.add_argument("--encoder", action="store_true", help="--compare: also measure the default encoder's texts/s")
 
 # %% ../nbs/cli/32_commands.ipynb #40236216
 def _cmd_update(a):

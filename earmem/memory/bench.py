@@ -4,7 +4,7 @@
 
 # %% ../../nbs/memory/26_bench.ipynb #33f416fc
 from __future__ import annotations
-import json, re, shutil, tempfile, time
+import json, os, re, shutil, tempfile, time
 from pathlib import Path
 from typing import Sequence
 import numpy as np
@@ -17,7 +17,8 @@ from ..toys import embedded_server
 from .postgres import HNSW_INDEX, PostgresBackend
 
 # %% auto #0
-__all__ = ['zipf_texts', 'benchmark_store', 'synthetic_vectors', 'bench_postgres', 'bench_table']
+__all__ = ['zipf_texts', 'benchmark_store', 'synthetic_vectors', 'bench_postgres', 'bench_table', 'compare_engines',
+           'compare_table', 'latency_figure', 'encoder_rate']
 
 # %% ../../nbs/memory/26_bench.ipynb #b02ad0be
 def zipf_texts(rng, n: int, words: int = 10, vocab: int = 20_000, a: float = 1.1) -> list:
@@ -231,3 +232,211 @@ def bench_table(results: list) -> str:
         lines.append(f"{'hybrid':>10} | {'–':>24} | " + " | ".join(f"{cell(r[k].get('hybrid_text')):>24}" for k in runs[1:]))
         lines.append(f"{'server':>10} | {'':>24} | " + " | ".join(f"{r[k]['plain']['server_ms']:>15.2f} ms (plain)" for k in runs[1:]))
     return "\n".join(lines)
+
+# %% ../../nbs/memory/26_bench.ipynb #369acce6
+def _exact_top(E: np.ndarray, Q: np.ndarray, k: int, chunk: int = 100_000) -> np.ndarray:
+    "The exact top-k rows of E for each query (inner product), in chunks of `chunk` rows so a million rows fit in memory."
+    best_s, best_i = np.full((len(Q), 0), -np.inf, np.float32), np.zeros((len(Q), 0), np.int64)
+    for i0 in range(0, len(E), chunk):
+        S = Q @ E[i0:i0 + chunk].T
+        top = np.argpartition(-S, min(k, S.shape[1] - 1), axis=1)[:, :k]
+        best_s = np.concatenate([best_s, np.take_along_axis(S, top, 1)], 1); best_i = np.concatenate([best_i, top + i0], 1)
+    order = np.argsort(-best_s, axis=1)[:, :k]
+    return np.take_along_axis(best_i, order, 1)
+
+# %% ../../nbs/memory/26_bench.ipynb #617c1c24
+class _StoreEngine:
+    "The earmem store: `add_many` in batches (hygiene included), searched through the backend (`lookup`) or `search()`."
+    name = "earmem store"
+    def __init__(self, folder: Path, dim: int, batch: int = 10_000, progress: bool = False):
+        self.folder, self.dim, self.batch, self.progress = folder, dim, batch, progress
+    def build(self, E):
+        s = MemoryStore(self.folder, encoder=HashingEncoder(self.dim), config=StoreConfig(min_relevance=-1.0))
+        kinds = list(KINDS)
+        for i0 in tqdm(range(0, len(E), self.batch), desc=f"{self.name} adds", disable=not self.progress, leave=False):
+            V = E[i0:i0 + self.batch]
+            s.add_many([{"text": f"memory {i0 + j}", "kind": kinds[(i0 + j) % 7], "entities": [f"entity{(i0 + j) % 500}"],
+                         "timestamp": 1.7e9 + i0 + j} for j in range(len(V))], embeddings=V)
+        s.close()
+    def reopen(self): self.s = MemoryStore(self.folder, encoder=HashingEncoder(self.dim), readonly=True)
+    def search(self, q, k):
+        b = self.s._backend
+        return [int(b.index.ids[r][1:]) - 1 for r in b.candidates(q, k)[0]]
+    def whole(self, q, k): return self.s.search(q, k=k)
+    def bytes(self): return sum(p.stat().st_size for p in self.folder.rglob("*") if p.is_file())
+    def close(self): self.s.close()
+
+# %% ../../nbs/memory/26_bench.ipynb #1ec8a0b6
+class _UsearchEngine:
+    "usearch raw: the store's graph library with the store's settings (int8, M 16), memory-mapped on reopen."
+    name = "usearch (raw)"
+    def __init__(self, folder: Path, dim: int): self.folder, self.dim = folder, dim
+    def build(self, E):
+        from earmem.memory.index import VectorIndex
+        self.folder.mkdir(parents=True, exist_ok=True)
+        vi = VectorIndex(self.dim); vi.add(np.arange(len(E)), E, threads=1); vi.save(self.folder, 0)
+    def reopen(self):
+        from earmem.memory.index import VectorIndex
+        self.ix = VectorIndex.restore(self.folder, self.dim)[0]
+    def search(self, q, k): return self.ix.search(q, k).tolist()
+    def bytes(self): return sum(p.stat().st_size for p in self.folder.iterdir())
+    def close(self): self.ix = None
+
+class _FaissEngine:
+    "FAISS HNSW (M 32, flat float32 vectors), one OpenMP thread."
+    name = "faiss HNSW"
+    def __init__(self, folder: Path, dim: int): self.path, self.dim = folder / "faiss.index", dim
+    def build(self, E):
+        import faiss
+        faiss.omp_set_num_threads(1); self.path.parent.mkdir(parents=True, exist_ok=True)
+        ix = faiss.IndexHNSWFlat(self.dim, 32, faiss.METRIC_INNER_PRODUCT); ix.add(E); faiss.write_index(ix, str(self.path))
+    def reopen(self):
+        import faiss
+        self.ix = faiss.read_index(str(self.path)); self.ix.hnsw.efSearch = 64
+    def search(self, q, k): return self.ix.search(q[None], k)[1][0].tolist()
+    def bytes(self): return self.path.stat().st_size
+    def close(self): self.ix = None
+
+# %% ../../nbs/memory/26_bench.ipynb #26fb19e4
+class _HnswlibEngine:
+    "hnswlib (M 16, ef_construction 100), one thread."
+    name = "hnswlib"
+    def __init__(self, folder: Path, dim: int): self.path, self.dim = folder / "hnswlib.bin", dim
+    def build(self, E):
+        import hnswlib
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ix = hnswlib.Index(space="ip", dim=self.dim); ix.init_index(max_elements=len(E), M=16, ef_construction=100)
+        ix.set_num_threads(1); ix.add_items(E, np.arange(len(E))); ix.save_index(str(self.path)); self.n = len(E)
+    def reopen(self):
+        import hnswlib
+        self.ix = hnswlib.Index(space="ip", dim=self.dim); self.ix.load_index(str(self.path), max_elements=self.n)
+        self.ix.set_num_threads(1); self.ix.set_ef(64)
+    def search(self, q, k): return self.ix.knn_query(q, k)[0][0].tolist()
+    def bytes(self): return self.path.stat().st_size
+    def close(self): self.ix = None
+
+class _SqliteVecEngine:
+    "sqlite-vec's `vec0` table (exact), when this Python's sqlite3 can load extensions."
+    name = "sqlite-vec"
+    def __init__(self, folder: Path, dim: int): self.path, self.dim = folder / "vec.db", dim
+    def _conn(self):
+        import sqlite3, sqlite_vec
+        c = sqlite3.connect(self.path)
+        c.enable_load_extension(True); sqlite_vec.load(c)
+        return c
+    def build(self, E):
+        self.path.parent.mkdir(parents=True, exist_ok=True); c = self._conn()
+        c.execute(f"CREATE VIRTUAL TABLE v USING vec0(embedding float[{self.dim}])")
+        c.executemany("INSERT INTO v(rowid, embedding) VALUES (?, ?)", [(i + 1, e.tobytes()) for i, e in enumerate(E)]); c.commit(); c.close()
+    def reopen(self): self.c = self._conn()
+    def search(self, q, k):
+        return [r - 1 for r, in self.c.execute("SELECT rowid FROM v WHERE embedding MATCH ? ORDER BY distance LIMIT ?", (q.tobytes(), k))]
+    def bytes(self): return self.path.stat().st_size
+    def close(self): self.c.close()
+
+# %% ../../nbs/memory/26_bench.ipynb #4f743e02
+def _usable(cls, folder: Path) -> str:
+    "'' when the engine's library is installed and works here, else why not."
+    try:
+        e = cls(folder / "probe", 4); e.build(np.eye(4, dtype=np.float32)); e.reopen(); e.search(np.eye(4, dtype=np.float32)[0], 1); e.close()
+        return ""
+    except (ImportError, AttributeError, OSError) as err: return f"{type(err).__name__}: {err}"[:80]
+    finally: shutil.rmtree(folder / "probe", ignore_errors=True)
+
+_PEERS = {"usearch": _UsearchEngine, "faiss": _FaissEngine, "hnswlib": _HnswlibEngine, "sqlite-vec": _SqliteVecEngine}
+
+# %% ../../nbs/memory/26_bench.ipynb #72540120
+def _build_all(engines: dict, E: np.ndarray, rec: dict, progress: bool):
+    "Build, time, reopen and size every engine; fills rec['engines']."
+    for name, e in engines.items():
+        t0, c0 = time.perf_counter(), time.process_time(); e.build(E); t_build, c_build = time.perf_counter() - t0, time.process_time() - c0
+        t0 = time.perf_counter(); e.reopen(); e.search(E[0], 10); t_open = time.perf_counter() - t0
+        rec["engines"][name] = {"inserts_per_s": round(len(E) / t_build), "inserts_per_cpu_s": round(len(E) / max(c_build, 1e-9)), "open_s": round(t_open, 3),
+                                "bytes_per_memory": round(e.bytes() / len(E))}
+        if progress: print(f"  {name}: built {len(E):,} in {t_build:.1f} s, open {t_open:.2f} s", flush=True)
+
+def _interleaved(engines: dict, Q: np.ndarray, truth: np.ndarray, k: int, rec: dict, progress: bool):
+    "Each query to every engine in turn (plus the store's whole search); p50/p95 and recall@10 into rec['engines']."
+    ts, got = {n: [] for n in engines}, {n: [] for n in engines}
+    whole = []
+    for i, q in enumerate(tqdm(Q, desc="interleaved searches", disable=not progress, leave=False)):
+        for n, e in engines.items():
+            t0 = time.perf_counter(); r = e.search(q, k); dt = time.perf_counter() - t0
+            if i: ts[n].append(dt); got[n].append(r)
+        if "earmem store" in engines:
+            t0 = time.perf_counter(); engines["earmem store"].whole(q, k); dt = time.perf_counter() - t0
+            if i: whole.append(dt)
+    for n in engines:
+        r = rec["engines"][n]
+        r["p50_ms"], r["p95_ms"] = round(1000 * float(np.median(ts[n])), 3), round(1000 * float(np.percentile(ts[n], 95)), 3)
+        r["recall@10"] = round(float(np.mean([len(set(g) & set(t.tolist())) / k for g, t in zip(got[n], truth[1:])])), 4)
+    if whole: rec["engines"]["earmem store"]["search_p50_ms"] = round(1000 * float(np.median(whole)), 3)
+
+# %% ../../nbs/memory/26_bench.ipynb #b7159ff7
+def compare_engines(sizes: Sequence[int] = (10_000, 100_000), dim: int = 384, n_queries: int = 200, k: int = 10,
+                    clusters: int = 1000, peers: Sequence[str] | None = None, seed: int = 0, folder: str | Path | None = None,
+                    progress: bool = True) -> list:
+    "The store and its installed peers on one workload per size: inserts/s, search p50/p95, recall@10, open, bytes per memory."
+    rng, out = np.random.default_rng(seed), []
+    sizes = [check_positive_int(n, "sizes") for n in sizes]
+    for n in sizes:
+        with tempfile.TemporaryDirectory(dir=folder, prefix="earmem-compare-") as d:
+            d = Path(d)
+            names = [p for p in (_PEERS if peers is None else peers) if p in _PEERS]
+            skipped = {p: why for p in names if (why := _usable(_PEERS[p], d))}
+            engines = {"earmem store": _StoreEngine(d / "store", dim, progress=progress),
+                       **{_PEERS[p].name: _PEERS[p](d / p, dim) for p in names if p not in skipped}}
+            centers = synthetic_vectors(clusters, dim, rng) if clusters else None
+            E, Q = synthetic_vectors(n, dim, rng, centers), synthetic_vectors(n_queries + 1, dim, rng, centers)
+            rec = {"memories": n, "dim": dim, "queries": n_queries, "clusters": clusters, "skipped": skipped,
+                   "load_before": [round(x, 2) for x in os.getloadavg()], "engines": {}}
+            _build_all(engines, E, rec, progress)
+            _interleaved(engines, Q, _exact_top(E, Q, k), k, rec, progress)
+            rec["load_after"] = [round(x, 2) for x in os.getloadavg()]
+            for e in engines.values(): e.close()
+            out.append(rec)
+    return out
+
+# %% ../../nbs/memory/26_bench.ipynb #0f82ad82
+def compare_table(results: list) -> str:
+    "The records of `compare_engines` as text: one line per engine and size, ratios to the store."
+    lines = []
+    for r in results:
+        st = r["engines"]["earmem store"]
+        lines.append(f"{r['memories']:,} memories (dim {r['dim']}, {r['clusters']} clusters, {r['queries']} queries, k 10); "
+                     f"load average {r['load_before']} → {r['load_after']}"
+                     + (f"; not run: {', '.join(f'{k} ({v})' for k, v in r['skipped'].items())}" if r["skipped"] else ""))
+        lines.append(f"{'engine':>14} | {'inserts/s':>10} | {'p50 ms':>7} | {'p95 ms':>7} | {'recall@10':>9} | {'open s':>6} | "
+                     f"{'B/memory':>8} | {'p50 ÷ store':>11} | {'inserts ÷ store':>15} | {'inserts/cpu-s':>13}")
+        for name, e in r["engines"].items():
+            lines.append(f"{name:>14} | {e['inserts_per_s']:>10,} | {e['p50_ms']:>7.3f} | {e['p95_ms']:>7.3f} | {e['recall@10']:>9.3f} | "
+                         f"{e['open_s']:>6.2f} | {e['bytes_per_memory']:>8,} | {e['p50_ms'] / st['p50_ms']:>11.2f} | "
+                         f"{e['inserts_per_s'] / st['inserts_per_s']:>15.2f} | {e.get('inserts_per_cpu_s', 0):>13,}")
+        lines.append(f"{'':>14}   whole search(q, k=10) through the store: p50 {st['search_p50_ms']:.3f} ms")
+    return "\n".join(lines)
+
+def latency_figure(results: list, path: str | Path) -> Path:
+    "A PNG of search p50 (ms, log) against store size (log) per engine."
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4))
+    names = dict.fromkeys(n for r in results for n in r["engines"])
+    for name in names:
+        pts = [(r["memories"], r["engines"][name]["p50_ms"]) for r in results if name in r["engines"]]
+        ax.plot(*zip(*pts), marker="o", label=name)
+    ax.set(xscale="log", yscale="log", xlabel="memories", ylabel="search p50 (ms)", title="k = 10, dim 384, one thread each")
+    ax.legend(); fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
+    return Path(path)
+
+# %% ../../nbs/memory/26_bench.ipynb #d7daad4f
+def encoder_rate(n_texts: int = 256, encoder=None, seed: int = 0) -> dict:
+    "Texts per second that `encoder` (default: the default sentence-transformers model) embeds, and its model load seconds."
+    t0 = time.perf_counter()
+    if encoder is None:
+        from earmem.core import Encoder
+        encoder = Encoder()
+    t_load = time.perf_counter() - t0
+    texts = [f"{t} (note {i})" for i, t in enumerate(zipf_texts(np.random.default_rng(seed), n_texts, words=12))]
+    encoder.encode_documents(texts[:8])
+    t0 = time.perf_counter(); encoder.encode_documents(texts); dt = time.perf_counter() - t0
+    return {"model": getattr(encoder, "model_id", type(encoder).__name__), "texts_per_s": round(n_texts / dt, 1), "load_s": round(t_load, 2)}

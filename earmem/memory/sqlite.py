@@ -10,21 +10,26 @@ from pathlib import Path
 from fastcore.basics import patch
 from ..core import atomic_write_json
 import numpy as np
-from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, LEXICAL_BUDGET, within_budget
+from tqdm.auto import tqdm
+from .index import VectorIndex
+from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, within_budget
 from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS, FTS_SCHEMA, KEEP_CHECKPOINTS, LEARNER_DIR,
     MANIFEST_NAME, RECORD_COLUMNS, SCHEMA, SCHEMA_VERSION, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
     check_finite_learner, check_manifest, fsync_tree, learner_seq, read_manifest, _CHECKPOINT)
 
 # %% auto #0
-__all__ = ['WRITER_FILE', 'SQLiteBackend', 'name_fault']
+__all__ = ['WRITER_FILE', 'PENDING_MAX', 'OVERSAMPLE', 'DEDUPE_NEIGHBOURS', 'SQLiteBackend', 'name_fault']
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #5cf42665
 class SQLiteBackend:
     "Rows, vectors and transactions of one store folder: SQLite (WAL) plus its in-memory index mirror."
     lexical_budget = LEXICAL_BUDGET  # memories one full-text query may rank (chapter 19)
+    approx_min_rows = 20_000  # active memories from which searches and dedupe go through the graph (None: always exact)
+    prefilter_rows = 20_000   # a filter passing at most this many rows is answered by an exact scan of them
     def __init__(self, path: Path, dim: int, readonly: bool = False, lock_timeout: float = 10.0, immutable: bool = False):
         self.path, self.dim, self.readonly, self.lock_timeout, self.immutable = Path(path), dim, readonly, lock_timeout, immutable
         self.db, self.index, self.rev, self.learner = None, _Index(dim), 0, ""
+        self.ann, self._seq, self._pending = None, np.zeros(0, np.int64), set()  # the graph, seq of each mirror row, rows it lacks
         db_path = self.path / DB_NAME
         if not db_path.is_file():
             raise ValueError(f"path: {self.path} has a manifest but no {DB_NAME}; the store is corrupted (nothing was changed)")
@@ -36,7 +41,11 @@ class SQLiteBackend:
             self.close(); raise
 
     def close(self):
-        if self.db is not None: self.db.close(); self.db = None
+        if self.db is None: return
+        try:
+            if self.ann is not None: self.save_index()
+        except OSError: pass  # the graph is a cache: the next open catches it up or rebuilds it
+        finally: self.db.close(); self.db = None
 
     def _meta(self, key: str) -> str: return self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()[0]
     def _set_meta(self, key: str, value): self.db.execute("UPDATE meta SET value=? WHERE key=?", (str(value), key))
@@ -48,9 +57,13 @@ def _catch_up(self: SQLiteBackend, rev: int):
     db, ix = self.db, self.index
     for (mid,) in db.execute("SELECT id FROM tombstones WHERE rev > ?", (self.rev,)): ix.remove(mid)
     # a full load follows insertion order; later catch-ups follow (rev, seq), which is the same order for new rows
-    if ix.n == 0: ix.load(db.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY seq").fetchall())
+    if ix.n == 0:
+        got = db.execute(f"SELECT seq, {_COLUMNS} FROM memories ORDER BY seq").fetchall()
+        ix.load([r[1:] for r in got])
+        self._seq = np.fromiter((r[0] for r in got), np.int64, len(got))
+        self._pending = set(range(len(got))) if getattr(self, "ann", None) is not None else set()  # a graph built on an empty store lacks them all
     else:
-        for r in db.execute(f"SELECT {_COLUMNS} FROM memories WHERE rev > ? ORDER BY rev, seq", (self.rev,)): ix.upsert(r)
+        for r in db.execute(f"SELECT seq, {_COLUMNS} FROM memories WHERE rev > ? ORDER BY rev, seq", (self.rev,)): self._track(r[0], r[1:])
     self.rev = rev
 
 @patch
@@ -72,6 +85,18 @@ def refresh(self: SQLiteBackend) -> str:
 def changed(self: SQLiteBackend) -> bool:
     "True when another connection committed since the last `refresh`."
     return self.db.execute("PRAGMA data_version").fetchone()[0] != self._data_version
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #a6169693
+@patch
+def _track(self: SQLiteBackend, seq: int, r: tuple):
+    "Upsert row `r` (key `seq`) into the mirror; a new row or a changed vector becomes pending for the graph."
+    ix = self.index
+    p = ix.pos.get(r[0])
+    same = p is not None and ix.E[p].tobytes() == r[-1]
+    p = ix.upsert(r)
+    if p >= len(self._seq): self._seq = np.concatenate([self._seq, np.zeros(max(256, len(self._seq)), np.int64)])
+    self._seq[p] = seq  # seqs only grow (AUTOINCREMENT, one writer at a time): the mirror's seqs stay sorted
+    if not same: self._pending.add(p)
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #17d7d1a0
 @patch
@@ -335,22 +360,138 @@ def load_learner(self: SQLiteBackend, version: str) -> tuple:
     check_finite_learner(learner, f"the checkpoint {folder}")
     return version, learner
 
+# %% ../../nbs/memory/20a_sqlite.ipynb #98638727
+PENDING_MAX = 4096  # rows a search scans exactly besides the graph's short list before they are added to it
+OVERSAMPLE = 4      # the graph proposes OVERSAMPLE·K rows (at least 40) for the exact rescoring of the top K
+
+@patch
+def _rows_of(self: SQLiteBackend, keys: np.ndarray) -> np.ndarray:
+    "Mirror rows of graph keys (seqs); −1 where the row is not in the mirror (erased, or a key of another store)."
+    n, keys = self.index.n, np.asarray(keys, np.int64)
+    if n == 0: return np.full(len(keys), -1, np.int64)
+    seq = self._seq[:n]
+    p = np.minimum(np.searchsorted(seq, keys), n - 1)
+    return np.where(seq[p] == keys, p, -1)
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #b5f5528d
+@patch
+def _absorb(self: SQLiteBackend):
+    "Add the pending rows' current vectors to the graph (replacing their old ones)."
+    rows = np.array(sorted(p for p in self._pending if self.index.ids[p] is not None), np.int64)
+    if len(rows): self.ann.add(self._seq[rows], self.index.E[rows])
+    self._pending = set()
+
+@patch
+def save_index(self: SQLiteBackend, force: bool = False):
+    "Bring the graph up to date and save it stamped with the current revision (when it changed since it was opened, or `force`)."
+    if self.ann is None or self.readonly or self.immutable or (self.ann.viewed and not force): return
+    self._absorb()
+    self.ann.save(self.path, self.rev)
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #a5c3a4d7
+@patch
+def _open_graph(self: SQLiteBackend) -> bool:
+    "Memory-map the saved graph when its stamp can be trusted and catch it up, else build it (not when read-only)."
+    vi, stamp = VectorIndex.restore(self.path, self.dim)
+    if vi is not None and stamp["rev"] <= self.rev:
+        later = np.array([s for s, in self.db.execute("SELECT seq FROM memories WHERE rev > ?", (stamp["rev"],))], np.int64)
+        rows = self._rows_of(later)
+        self.ann, self._pending = vi, set(rows[rows >= 0].tolist())
+        return True
+    if self.readonly or self.immutable: return False
+    self.build_index(); return True
+
+@patch
+def build_index(self: SQLiteBackend, progress: bool | None = None) -> int:
+    "Build the graph from every stored row and save it; returns how many vectors it holds."
+    ix = self.index
+    rows = np.fromiter(ix.pos.values(), np.int64, len(ix.pos)); rows.sort()
+    vi, step = VectorIndex(self.dim), 10_000
+    for i in tqdm(range(0, len(rows), step), desc="building the index", leave=False,
+                  disable=len(rows) < 100_000 if progress is None else not progress):
+        vi.add(self._seq[rows[i:i + step]], ix.E[rows[i:i + step]])
+    self.ann, self._pending = vi, set()
+    self.save_index(force=True)
+    return len(vi)
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #d4ad12c1
+@patch
+def _use_graph(self: SQLiteBackend) -> bool:
+    "Whether searches go through the graph now (≥ `approx_min_rows` active), opening or catching it up first."
+    if self.approx_min_rows is None or int(self.index.active[:self.index.n].sum()) < self.approx_min_rows: return False
+    if self.ann is None and not self._open_graph(): return False
+    if len(self._pending) > PENDING_MAX: self._absorb()
+    return True
+
+@patch
+def _pending_rows(self: SQLiteBackend, allowed: np.ndarray) -> np.ndarray:
+    "The pending rows that `allowed` (a mask) lets through."
+    p = np.fromiter(self._pending, np.int64, len(self._pending))
+    return p[allowed[p]] if len(p) else p
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #3965fa1c
+@patch
+def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int) -> np.ndarray:
+    "Rows among `allowed` to score exactly: all when few pass (pre-filter), else the graph's nearest passing plus the pending."
+    rows = np.flatnonzero(allowed)
+    want = max(40, OVERSAMPLE * K)
+    if len(rows) <= max(self.prefilter_rows, want) or not self._use_graph(): return rows
+    def passes(keys):
+        p = self._rows_of(keys); ok = p >= 0
+        ok[ok] = allowed[p[ok]]
+        return ok
+    keys = self.ann.search(q, want, allowed=passes, start=int(want * self.index.n / len(rows)))
+    if keys is None: return rows
+    return np.union1d(self._rows_of(keys), self._pending_rows(allowed))
+
+@patch
+def shortlist(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int, balanced: bool = False) -> np.ndarray:
+    "The rows among `allowed` whose exact top-K is the answer: every allowed row below the size threshold, else the graph's short list (per store when `balanced`)."
+    if not balanced: return self._graph_rows(q, allowed, K)
+    st = self.index.store[:self.index.n]
+    return np.union1d(*[self._graph_rows(q, allowed & (st == s), K) for s in range(len(STORES))])
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #361bd7f6
+DEDUPE_NEIGHBOURS = 16  # graph neighbours of a new memory that the dedupe rule scores exactly
+
+def _batch_duplicates(V: np.ndarray, thr: float) -> list:
+    "For each item: [(cosine, earlier batch position)] of the earlier items at or above `thr`."
+    new = [[] for _ in range(len(V))]
+    for i0 in range(0, len(V), 256):
+        S = V[i0:i0 + 256] @ V[:i0 + 256].T
+        for a, b in zip(*np.nonzero(S >= thr)):
+            if b < i0 + a: new[i0 + a].append((float(S[a, b]), int(b)))
+    return new
+
+@patch
+def _graph_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = ()) -> tuple:
+    "`near_duplicates` with the stored candidates taken from the graph's neighbours and the pending rows."
+    ix = self.index
+    near = self._rows_of(self.ann.search_many(V, DEDUPE_NEIGHBOURS).ravel())
+    look = np.zeros(ix.n, bool); look[near[near >= 0]] = True; look[list(self._pending)] = True
+    look &= ix.active[:ix.n]
+    for mid in exclude:
+        if mid in ix.pos: look[ix.pos[mid]] = False
+    return ix._stored_duplicates(kinds, V, thr, look), _batch_duplicates(V, thr)
+
 # %% ../../nbs/memory/20a_sqlite.ipynb #542a11f0
 @patch
 def candidates(self: SQLiteBackend, q: np.ndarray, K: int, balanced: bool = False, flt: SearchFilter | None = None) -> tuple:
     "(rows of `self.index`, cosines) of the top-K active memories passing the filter `flt`; balanced: K/2 per store (EAR §5)."
-    allowed = np.flatnonzero(self.index.mask(flt))
-    return self.index.candidates(np.asarray(q, np.float32), allowed, K, balanced)
+    q = np.asarray(q, np.float32)
+    return self.index.candidates(q, self.shortlist(q, self.index.mask(flt), K, balanced), K, balanced)
 
 @patch
 def near_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = ()) -> tuple:
     "([(cosine, index row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item."
-    return self.index.near_duplicates(kinds, V, thr, exclude)
+    if not self._use_graph(): return self.index.near_duplicates(kinds, V, thr, exclude)
+    return self._graph_duplicates(kinds, np.asarray(V, np.float32), thr, exclude)
 
 @patch
 def dedupe_fields(self: SQLiteBackend, r: int) -> dict:
     "The fields of index row `r` that the dedupe rule reads and merges (`earmem.memory.updates.plan_dedupe`)."
     return self.index.dedupe_fields(r)
+
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #fc972f16
 @patch
@@ -403,7 +544,8 @@ def hybrid_candidates(self: SQLiteBackend, q: np.ndarray, text: str, K: int, w: 
     "(rows of `self.index`, cosines, fused scores) of the K best of the dense and lexical top-K passing the filter `flt`."
     ix = self.index
     allowed = ix.mask(flt)
-    dense, _ = ix.candidates(np.asarray(q, np.float32), np.flatnonzero(allowed), K, balanced)
+    q = np.asarray(q, np.float32)
+    dense, _ = ix.candidates(q, self.shortlist(q, allowed, K, balanced), K, balanced)
     lex = self._allowed_lexical(text, K, allowed)
     return fused_top(ix, q, [*dense, *lex], lex, K, w, balanced)
 

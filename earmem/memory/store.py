@@ -473,8 +473,8 @@ def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: boo
 
 @patch
 def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:
-    "Relevance of each candidate: the EAR adapter's z (Eq. 4) once a learner exists, else the frozen cosine (Eq. 1)."
-    if self._learner is None: return cands.scores
+    "Relevance of each candidate: the EAR adapter's z (Eq. 4) while the learner is trusted (chapter 22's gate), else the frozen score (Eq. 1)."
+    if self._learner is None or not self.learner_trusted: return cands.scores
     with one_blas_thread(): z = np.asarray(self._learner.scores(cands))
     if np.isfinite(z).all(): return z
     self.learner_problem = "the learner's scores are not finite"

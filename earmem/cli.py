@@ -294,7 +294,7 @@ def _run_store(args, say: Callable) -> str:
     from earmem.store_study import STUDY_LEVELS, format_store_study, store_study
     if args.benchmark != "locomo": raise ValueError("benchmark: mode store runs on locomo (LongMemEval through the store is not built yet)")
     config = json.loads(args.store_config) if args.store_config else None
-    report = store_study(load_locomo(args.data), Encoder(args.encoder, progress=not args.quiet),
+    report = store_study(load_locomo(args.data, with_date=True), Encoder(args.encoder, progress=not args.quiet),
                          STUDY_LEVELS if args.level == "both" else (args.level,), args.seeds, config, args.k,
                          not args.quiet, say)
     out = _write_report(args.json or f"results/{args.benchmark}-store.json", report)

@@ -24,7 +24,7 @@ from .learning import Learning
 from .agent import AddResult, Hit, Hits, Injection, MemoryRecord
 
 # %% auto #0
-__all__ = ['MemoryStore', 'folder_writable']
+__all__ = ['SESSION_BETA', 'MemoryStore', 'folder_writable', 'session_lift']
 
 # %% ../../nbs/memory/23_store.ipynb #4aaec009
 def _check_store_args(path, encoder, config, namespace):
@@ -462,6 +462,20 @@ def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray
     return Candidates(Query(f"search:{text[:40]}", text), q, mems, ix.E[rows].copy(), np.asarray(scores, np.float32),
                       base, 1.0)
 
+# %% ../../nbs/memory/23_store.ipynb #71a80a9b
+from ..core import neighbour_smooth
+SESSION_BETA = 0.3  # β: how much a candidate's best same-session neighbour lifts it (neighbour_smooth of chapter 00)
+
+def session_lift(scores, rows, sessions, beta: float = SESSION_BETA) -> np.ndarray:
+    "What `neighbour_smooth` adds to each candidate over its neighbours (adjacent `rows`, same session); zeros when no candidate has one."
+    s, rows = np.asarray(scores, np.float64), np.asarray(rows, np.int64)
+    order = np.argsort(rows, kind="stable")
+    r, g = rows[order], [sessions[i] for i in order]
+    starts = [i == 0 or g[i] is None or g[i] != g[i - 1] or r[i] != r[i - 1] + 1 for i in range(len(r))]
+    if beta == 0 or all(starts): return np.zeros(len(s))
+    lift = np.empty(len(s)); lift[order] = neighbour_smooth(s[order], np.cumsum(starts), beta) - s[order]
+    return lift
+
 # %% ../../nbs/memory/23_store.ipynb #029248bf
 @patch
 def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
@@ -484,9 +498,10 @@ def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:
 
 @patch
 def _blend(self: MemoryStore, cands: Candidates, rows: np.ndarray, now: float) -> tuple:
-    "(score, relevance, recency) of the candidates: w_rel·z + w_rec·2^(−Δt/h) + w_imp·importance."
+    "(score, relevance, recency) of the candidates: w_rel·(z + session lift) + w_rec·2^(−Δt/h) + w_imp·importance."
     c, ix = self.config, self._backend.index
-    rel = np.asarray(self._relevance(cands), dtype=np.float64)
+    sessions = [json.loads(ix.metadata[r]).get("session") for r in rows]
+    rel = np.asarray(self._relevance(cands), dtype=np.float64) + session_lift(cands.scores, rows, sessions)
     rec = recency_decay(now - np.maximum(ix.created[rows], ix.accessed[rows]), c.half_life_days * DAY)
     imp = ix.importance[rows].astype(np.float64)
     return c.relevance_weight * rel + c.recency_weight * rec + c.importance_weight * imp, rel, rec

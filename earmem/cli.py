@@ -120,6 +120,18 @@ def _listing(title: str, registry) -> str:
     width = max(map(len, registry)) + 2
     return title + "\n" + "\n".join(f"  {n:<{width}}{registry[n].help}" for n in registry)
 
+# %% ../nbs/cli/33_cli.ipynb #dec35ae1
+def _add_store_mode(modes, title: str):
+    "Mode store: issue 19's protocol through MemoryStore (chapter 31a), with its own options."
+    m = modes.add_parser("store", help="feedback through MemoryStore: frozen vs online on unseen dev/test questions (chapter 31a)",
+                         description=f"One MemoryStore per conversation of {title}; training questions searched with k, the "
+                                     "simulated critic citing among the hits, feedback; then dev and test before and after.")
+    _common_options(m, True)
+    _option(m, False, "--seeds", type=int, default=3, metavar="N", help="critic and learner seeds")
+    _option(m, False, "--level", default="both", choices=("query", "conversation", "both"),
+            help="split by questions (the harness's seed-0 split), by whole conversations (unseen users), or both")
+    _option(m, False, "--store-config", metavar="JSON", help='StoreConfig overrides, e.g. \'{"retriever": "dense"}\'')
+
 # %% ../nbs/cli/33_cli.ipynb #299a6580
 def _add_modes(b: argparse.ArgumentParser, title: str):
     "The mode sub-commands of `earmem reproduce BENCHMARK`: tables (default), method, analysis, earm."
@@ -147,6 +159,7 @@ def _add_modes(b: argparse.ArgumentParser, title: str):
     m.set_defaults(earm=True)
     _common_options(m, True); _output_options(m, True)
     _option(m, True, "--seeds", type=int, default=3, metavar="N", help="simulator seeds")
+    _add_store_mode(modes, title)
 
 # %% ../nbs/cli/33_cli.ipynb #0cb09e8e
 def _add_aliases(b: argparse.ArgumentParser):
@@ -199,10 +212,11 @@ def _say(args) -> Callable:
     return lambda msg: print(f"earmem: {msg}", file=sys.stderr, flush=True)
 
 def _mode(args) -> str:
-    "'earm', 'analysis', 'method' or 'tables' (the default); a ValueError when more than one is asked for."
+    "'earm', 'analysis', 'method', 'store' or 'tables' (the default); a ValueError when more than one is asked for."
     asked = [(m, s) for m, s, on in (("earm", "--earm", args.earm), ("analysis", "--analysis", args.analysis),
                                      ("method", "--method", args.method), ("tables", "--methods", args.methods)) if on]
     if getattr(args, "mode", None) == "tables" and not args.methods: asked.append(("tables", "tables"))
+    if getattr(args, "mode", None) == "store": asked.append(("store", "store"))
     if len(asked) > 1:
         raise ValueError(f"{asked[0][0]}: {asked[0][1]} runs alone, without {', '.join(s for _, s in asked[1:])}")
     return asked[0][0] if asked else "tables"
@@ -233,6 +247,9 @@ def _check_applicable(args, mode: str) -> None:
             modes = [m for m, opts in _MODE_OPTIONS.items() if dest in opts]
             raise ValueError(f"{dest}: --{dest.replace('_', '-')} does not apply to mode '{mode}' "
                              f"(only to {', '.join(modes)})")
+
+# %% ../nbs/cli/33_cli.ipynb #ef2e1922
+_MODE_OPTIONS["store"] = {"k", "seeds", "level", "store_config"}  # mode store (chapter 31a)
 
 # %% ../nbs/cli/33_cli.ipynb #7f98242d
 _SET_TYPES = {"int": (int, "an integer"), "float": (float, "a number"), "str": (str, "a word")}
@@ -327,6 +344,21 @@ def _run_earm(args, say: Callable) -> str:
     return format_earm_table(res)
 
 _MODES = {"tables": _run_tables, "method": _run_method, "analysis": _run_analysis, "earm": _run_earm}
+
+# %% ../nbs/cli/33_cli.ipynb #ac6b57de
+def _run_store(args, say: Callable) -> str:
+    "Mode store: chapter 31a's study on LoCoMo; its table and a JSON report."
+    from earmem.store_study import STUDY_LEVELS, format_store_study, store_study
+    if args.benchmark != "locomo": raise ValueError("benchmark: mode store runs on locomo (LongMemEval through the store is not built yet)")
+    config = json.loads(args.store_config) if args.store_config else None
+    report = store_study(load_locomo(args.data, with_date=True), Encoder(args.encoder, progress=not args.quiet),
+                         STUDY_LEVELS if args.level == "both" else (args.level,), args.seeds, config, args.k,
+                         not args.quiet, say)
+    out = _write_report(args.json or f"results/{args.benchmark}-store.json", report)
+    say(f"report written to {out}")
+    return format_store_study(report)
+
+_MODES["store"] = _run_store
 
 # %% ../nbs/cli/33_cli.ipynb #9eb6f4ec
 @contextlib.contextmanager

@@ -725,7 +725,7 @@ def test_set_values_are_typed():
     (["--set", "lr=abc"], "set: lr expects a number, got 'abc'"),
     (["--set", "T=four"], "set: T expects an integer"),
     (["method", "retriever", "--seeds", "2"], "unrecognized arguments: --seeds 2"),   # after the mode: argparse refuses
-    (["--seeds", "2", "--method", "retriever"], "seeds: --seeds does not apply to mode 'method' (only to tables, analysis, earm)"),
+    (["--seeds", "2", "--method", "retriever"], "seeds: --seeds does not apply to mode 'method' (only to tables, analysis, earm, store)"),
     (["--method", "retriever", "--jobs", "2"], "jobs: --jobs does not apply to mode 'method'"),
     (["--method", "retriever", "--set", "lr=1e-3"], "set: --set does not apply to mode 'method'"),
     (["--method", "retriever", "--N", "10"], "N: --N does not apply to mode 'method' (only to earm)"),

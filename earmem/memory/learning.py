@@ -5,6 +5,7 @@
 # %% ../../nbs/memory/22_learning.ipynb #36138991
 from __future__ import annotations
 import warnings
+from collections import deque
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
@@ -14,7 +15,7 @@ from .storage import check_finite_learner, learner_seq
 from .agent import Hits
 
 # %% auto #0
-__all__ = ['Learning']
+__all__ = ['GATE_WINDOW', 'GATE_MIN_PAIRS', 'Learning', 'pair_accuracy']
 
 # %% ../../nbs/memory/22_learning.ipynb #8000ecff
 class Learning:
@@ -43,12 +44,40 @@ def _new_learner(self: Learning):
     cfg = {"K": self.config.candidates, "s": min(5, self.config.candidates), "capacity": 1000, **self.config.ear}
     return EAR(self.dim, EARConfig(**cfg), seed=self.config.seed)
 
+# %% ../../nbs/memory/22_learning.ipynb #c3cade1e
+GATE_WINDOW, GATE_MIN_PAIRS = 50, 20  # judged on its last 50 feedback calls, once they hold 20 (cited, uncited) pairs
+
+def pair_accuracy(scores, positions, labels) -> tuple:
+    "(pairs ordered cited-first, pairs) over every (cited, uncited) pair of the shown hits under `scores`; ties count half."
+    s, y = np.asarray(scores, np.float64)[np.asarray(positions, np.int64)], np.asarray(labels)
+    d = s[y > 0][:, None] - s[y <= 0][None, :]
+    return float((d > 0).sum() + 0.5 * (d == 0).sum()), int(d.size)
+
+# %% ../../nbs/memory/22_learning.ipynb #4c6d8e3a
+@patch
+def _judge_learner(self: Learning, cands: Candidates, positions, labels):
+    "Note in `learner.gate` how frozen retrieval and the learner (before it learns it) order this feedback's pairs."
+    f, n = pair_accuracy(cands.scores, positions, labels)
+    if getattr(self._learner, "gate", None) is None: self._learner.gate = deque(maxlen=GATE_WINDOW)
+    a = pair_accuracy(self._learner.scores(cands), positions, labels)[0] if self._learner.steps else f
+    self._learner.gate.append((f, a, n))
+
+@patch(as_prop=True)
+def learner_trusted(self: Learning) -> bool:
+    "Whether search uses the learner: over its gate window it ordered more pairs rightly than frozen retrieval (a learner given by `set_learner` without a gate is trusted as given)."
+    if self._learner is None: return False
+    g = getattr(self._learner, "gate", None)
+    if g is None: return True
+    f, a, n = (sum(x[i] for x in g) for i in range(3)) if g else (0.0, 0.0, 0)
+    return n >= GATE_MIN_PAIRS and a > f
+
 # %% ../../nbs/memory/22_learning.ipynb #7a1b2c05
 @patch
 def _learn(self: Learning, cands: Candidates, positions, labels) -> dict:
     "One EAR update from ±1 labels on the slate `positions` of `cands` (the plug-in point for learning)."
     if self._learner is None: self._learner = self._new_learner()
     with one_blas_thread():
+        self._judge_learner(cands, positions, labels)  # on what it has not learned yet
         return self._learner.observe(cands, [np.asarray(positions, dtype=np.int64)], [np.asarray(labels, dtype=np.int8)])
 
 # %% ../../nbs/memory/22_learning.ipynb #7a1b2c08
@@ -67,6 +96,7 @@ def _load_learner(self: Learning, version: str):
     try:  # the backend may hand back a newer checkpoint (this one was replaced meanwhile): count from what was loaded
         self._learner_version, self._learner = self._backend.load_learner(version)
         self._learner_seq = learner_seq(self._learner_version)
+        self._learner.gate = deque(maxlen=GATE_WINDOW)  # judged afresh on the feedback that comes next
     except Exception as e:  # missing, truncated, foreign or non-finite files
         self.learner_problem = f"{type(e).__name__}: {e}"
         warnings.warn(f"store {self.path}: the learner checkpoint {version} cannot be loaded ({self.learner_problem}); serving "

@@ -24,8 +24,8 @@ from .learning import Learning
 from .agent import AddResult, Hit, Hits, Injection, MemoryRecord
 
 # %% auto #0
-__all__ = ['PROBE_TEXT', 'MemoryStore', 'folder_writable', 'probe_fingerprint', 'fingerprint_problem', 'check_item_text',
-           'check_nonzero_rows', 'file_above', 'folder_gone']
+__all__ = ['PROBE_TEXT', 'SESSION_BETA', 'MemoryStore', 'folder_writable', 'probe_fingerprint', 'fingerprint_problem',
+           'check_item_text', 'check_nonzero_rows', 'file_above', 'folder_gone', 'session_lift']
 
 # %% ../../nbs/memory/23_store.ipynb #4aaec009
 from .storage import namespace_folder
@@ -544,6 +544,20 @@ def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray
     return Candidates(Query(f"search:{text[:40]}", text), q, mems, ix.E[rows].copy(), np.asarray(scores, np.float32),
                       base, 1.0)
 
+# %% ../../nbs/memory/23_store.ipynb #71a80a9b
+from ..core import neighbour_smooth
+SESSION_BETA = 0.3  # β: how much a candidate's best same-session neighbour lifts it (neighbour_smooth of chapter 00)
+
+def session_lift(scores, rows, sessions, beta: float = SESSION_BETA) -> np.ndarray:
+    "What `neighbour_smooth` adds to each candidate over its neighbours (adjacent `rows`, same session); zeros when no candidate has one."
+    s, rows = np.asarray(scores, np.float64), np.asarray(rows, np.int64)
+    order = np.argsort(rows, kind="stable")
+    r, g = rows[order], [sessions[i] for i in order]
+    starts = [i == 0 or g[i] is None or g[i] != g[i - 1] or r[i] != r[i - 1] + 1 for i in range(len(r))]
+    if beta == 0 or all(starts): return np.zeros(len(s))
+    lift = np.empty(len(s)); lift[order] = neighbour_smooth(s[order], np.cumsum(starts), beta) - s[order]
+    return lift
+
 # %% ../../nbs/memory/23_store.ipynb #029248bf
 @patch
 def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
@@ -555,8 +569,8 @@ def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: boo
 
 @patch
 def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:
-    "Relevance of each candidate: the EAR adapter's z (Eq. 4) once a learner exists, else the frozen cosine (Eq. 1)."
-    if self._learner is None: return cands.scores
+    "Relevance of each candidate: the EAR adapter's z (Eq. 4) while the learner is trusted (chapter 22's gate), else the frozen score (Eq. 1)."
+    if self._learner is None or not self.learner_trusted: return cands.scores
     with one_blas_thread(): z = np.asarray(self._learner.scores(cands))
     if np.isfinite(z).all(): return z
     self.learner_problem = "the learner's scores are not finite"
@@ -566,9 +580,10 @@ def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:
 
 @patch
 def _blend(self: MemoryStore, cands: Candidates, rows: np.ndarray, now: float) -> tuple:
-    "(score, relevance, recency) of the candidates: w_rel·z + w_rec·2^(−Δt/h) + w_imp·importance."
+    "(score, relevance, recency) of the candidates: w_rel·(z + session lift) + w_rec·2^(−Δt/h) + w_imp·importance."
     c, ix = self.config, self._backend.index
-    rel = np.asarray(self._relevance(cands), dtype=np.float64)
+    sessions = [json.loads(ix.metadata[r]).get("session") for r in rows]
+    rel = np.asarray(self._relevance(cands), dtype=np.float64) + session_lift(cands.scores, rows, sessions)
     rec = recency_decay(now - np.maximum(ix.created[rows], ix.accessed[rows]), c.half_life_days * DAY)
     imp = ix.importance[rows].astype(np.float64)
     return c.relevance_weight * rel + c.recency_weight * rec + c.importance_weight * imp, rel, rec

@@ -1,0 +1,61 @@
+"""Issue 19 through MemoryStore: a citation never lowers what it cites, the gate serves frozen relevance while the
+learner has not earned trust, and neighbouring memories of one session lift each other."""
+from collections import deque
+import numpy as np
+import pytest
+from earmem.memory import MemoryStore, StoreConfig
+from earmem.memory.hygiene import HashingEncoder
+from earmem.memory.learning import GATE_MIN_PAIRS
+from earmem.memory.store import SESSION_BETA
+
+NOTES = ["Dana chose Postgres for the orders service", "Dana moved the orders service to Postgres 16",
+         "Sam reviews the orders service schema", "the orders service runs on three nodes",
+         "backups of the orders database run nightly", "Dana prefers dark mode", "the billing service uses Redis",
+         "orders are archived after a year"]
+
+
+def _store(path, **cfg):
+    st = MemoryStore(path, encoder=HashingEncoder(256), config=StoreConfig(min_relevance=0.0, dedupe_threshold=0.99, **cfg))
+    st.add_many([dict(text=t, kind="fact") for t in NOTES])
+    return st
+
+
+@pytest.mark.parametrize("position", [0, 2, 4])
+def test_a_memory_cited_once_ranks_no_lower(tmp_path, position):
+    st = _store(tmp_path / "s")
+    q = "where do the orders live and who looks after them?"
+    before = st.search(q, k=8).ids
+    hits = st.search(q, k=5)
+    cited = hits.ids[position]
+    st.feedback(hits, cited=[cited])
+    after = st.search(q, k=8).ids
+    assert after.index(cited) <= before.index(cited), (before, after)
+    st.close()
+
+
+def test_an_untrusted_learner_leaves_the_frozen_ranking(tmp_path):
+    learned, frozen = (_store(tmp_path / n, recency_weight=0.0, retriever="dense") for n in ("learned", "frozen"))
+    q = "which database runs the orders service?"
+    for _ in range(5): learned.feedback(h := learned.search(q, k=5), cited=[h.ids[-1]])
+    learned._learner.gate = deque([(2.0, 1.0, 2)] * GATE_MIN_PAIRS)          # the learner ordered worse than frozen
+    assert not learned.learner_trusted
+    got, twin = learned.search(q, k=5), frozen.search(q, k=5)
+    assert got.ids == twin.ids
+    np.testing.assert_allclose([h.relevance for h in got], [h.frozen_relevance for h in got])
+    learned._learner.gate = deque([(1.0, 2.0, 2)] * GATE_MIN_PAIRS)          # better than frozen: its scores are used
+    assert learned.learner_trusted
+    z = learned._learner.scores(learned.search(q, k=5).candidates)
+    assert not np.allclose(z, learned.search(q, k=5).candidates.scores)
+    learned.close(); frozen.close()
+
+
+def test_neighbouring_memories_of_a_session_lift_each_other(tmp_path):
+    st = MemoryStore(tmp_path / "s", encoder=HashingEncoder(256),
+                     config=StoreConfig(min_relevance=-1.0, recency_weight=0.0, importance_weight=0.0, retriever="dense"))
+    st.add_many([dict(text="Caroline: I went to the LGBTQ support group yesterday", kind="episode", id="a", metadata={"session": "S1"}),
+                 dict(text="Melanie: that sounds powerful, how did it feel?", kind="episode", id="b", metadata={"session": "S1"}),
+                 dict(text="Melanie: my kids love the pottery class", kind="episode", id="c", metadata={"session": "S2"})])
+    hits = {h.id: h for h in st.search("when did Caroline go to the support group?", k=3)}
+    assert hits["b"].relevance == pytest.approx(hits["b"].frozen_relevance + SESSION_BETA * hits["a"].frozen_relevance, abs=1e-6)
+    assert hits["a"].relevance == pytest.approx(hits["a"].frozen_relevance + SESSION_BETA * hits["b"].frozen_relevance, abs=1e-6)
+    st.close()

@@ -23,7 +23,7 @@ QUESTION = "which database for orders?"
 @pytest.fixture
 def store(tmp_path):
     cfg = StoreConfig(recency_weight=0, importance_weight=0, min_relevance=-1.0, candidates=8, balanced=False,
-                      ear={"lr": 0.05, "B": 4, "s": 3})
+                      learner_gate=0, ear={"lr": 0.05, "B": 4, "s": 3})
     s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=cfg)
     s.add("Dana picked Postgres for the orders service database", "decision", ["Dana"], id="m1", timestamp="2026-03-04")
     s.add("Dana said the orders database question keeps coming up in standups", "episode", ["Dana"], id="m2")

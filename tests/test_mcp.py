@@ -23,7 +23,7 @@ QUESTION = "which database for orders?"
 
 def toy_store(path, lr=0.05) -> MemoryStore:
     cfg = StoreConfig(recency_weight=0, importance_weight=0, min_relevance=-1.0, candidates=8, balanced=False,
-                      ear={"lr": lr, "B": 4, "s": 3})
+                      learner_gate=0, ear={"lr": lr, "B": 4, "s": 3})
     return MemoryStore(path, encoder=HashingEncoder(64), config=cfg)
 
 

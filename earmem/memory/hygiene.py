@@ -179,6 +179,7 @@ class StoreConfig:
     ear: dict = field(default_factory=dict)  # EARConfig overrides for the learner
     checkpoint_every: int = 1  # save the learner after this many feedback calls (and on close)
     seed: int = 0  # seeds the learner
+    learner_gate: int = 20  # search uses the learner once it beat frozen retrieval on this many (cited, uncited) pairs of recent feedback; 0 = always
 
     def __post_init__(self):
         for n in ("relevance_weight", "recency_weight", "importance_weight"): check_number(getattr(self, n), n, low=0)
@@ -186,6 +187,8 @@ class StoreConfig:
         for n in ("min_relevance", "dedupe_threshold", "conflict_similarity"): check_number(getattr(self, n), n, -1, 1)
         self.conflict_kinds = tuple(check_kind(k, "conflict_kinds") for k in self.conflict_kinds)
         for n in ("candidates", "checkpoint_every"): check_positive_int(getattr(self, n), n)
+        if isinstance(self.learner_gate, bool) or not isinstance(self.learner_gate, int) or self.learner_gate < 0:
+            raise ValueError(f"learner_gate: expected a whole number of pairs >= 0 (0 = always use the learner), got {self.learner_gate!r}")
         check_choice(self.retriever, "retriever", ("dense", "hybrid")); check_number(self.lexical_weight, "lexical_weight", 0, 0.95)
         if not isinstance(self.ear, dict): raise TypeError(f"ear: expected a dict of EARConfig overrides, got {type(self.ear).__name__}")
         check_seed_and_ear(self)

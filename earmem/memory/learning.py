@@ -64,12 +64,14 @@ def _judge_learner(self: Learning, cands: Candidates, positions, labels):
 
 @patch(as_prop=True)
 def learner_trusted(self: Learning) -> bool:
-    "Whether search uses the learner: over its gate window it ordered more pairs rightly than frozen retrieval (a learner given by `set_learner` without a gate is trusted as given)."
+    "Whether search uses the learner: over its gate window it ordered more pairs rightly than frozen retrieval on at least `config.learner_gate` pairs (0: always; a learner given by `set_learner` without a gate is trusted as given)."
     if self._learner is None: return False
+    need = getattr(self.config, "learner_gate", GATE_MIN_PAIRS)
+    if need == 0: return True
     g = getattr(self._learner, "gate", None)
     if g is None: return True
     f, a, n = (sum(x[i] for x in g) for i in range(3)) if g else (0.0, 0.0, 0)
-    return n >= GATE_MIN_PAIRS and a > f
+    return n >= need and a > f
 
 # %% ../../nbs/memory/22_learning.ipynb #7a1b2c05
 @patch

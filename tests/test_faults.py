@@ -247,7 +247,7 @@ def _poisoned(tmp_path, guard):
     s.guard = Guard(window=10) if guard else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        feed_stream(s, Q, right, 30)
+        feed_stream(s, Q, right, 60)  # the learner gate holds off the first ~30
     return s, Q, right, hit_at_k(s, Q, right)
 
 
@@ -263,10 +263,10 @@ def rollback_restores(tmp_path):
     from earmem.memory.trust import hit_at_k
     s, Q, right, h = _poisoned(tmp_path, guard=False)
     assert h < 1.0 and not s.health(window=10)["healthy"]
-    assert s.rollback(to=0)["ignored"] == 30 and hit_at_k(s, Q, right) == 1.0
+    assert s.rollback(to=0)["ignored"] == 60 and hit_at_k(s, Q, right) == 1.0
     s.close()
     s = MemoryStore(tmp_path / "p")
-    assert hit_at_k(s, Q, right) == 1.0 and len(s.feedback_log()) == 30
+    assert hit_at_k(s, Q, right) == 1.0 and len(s.feedback_log()) == 60
     s.close()
 
 

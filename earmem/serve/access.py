@@ -227,15 +227,15 @@ class AccessGuard:
         if refused is None: refused = self._refuse_body(scope, body, key)
         if refused: return await send_error(send, *refused)
         scope.setdefault("state", {})["earmem_key"] = key
-        return await self.app(scope, _replay(body), send)
+        return await self.app(scope, _replay(body, receive), send)
 
 # %% ../../nbs/serve/27a_access.ipynb #25b35e67
-def _replay(body: bytes):
-    "An ASGI `receive` that hands `body` back once, then reports a disconnect."
+def _replay(body: bytes, receive_more=None):
+    "An ASGI `receive` that hands `body` back once, then waits on `receive_more` (the server's: a streamed response learns of the disconnect when it comes), or reports a disconnect."
     sent = False
     async def receive():
         nonlocal sent
-        if sent: return {"type": "http.disconnect"}
+        if sent: return await receive_more() if receive_more is not None else {"type": "http.disconnect"}
         sent = True
         return {"type": "http.request", "body": body, "more_body": False}
     return receive

@@ -94,7 +94,7 @@ def _add_add(sub):
     sp = _command(sub, "add", "add one memory (near-duplicates merge)", "Add one memory; prints 'inserted ID' or 'merged ID'.",
                   _cmd_add)
     sp.add_argument("text", help="the memory, self-contained (who, what, when)")
-    sp.add_argument("--kind", required=True, choices=list(KINDS), help="memory kind")
+    sp.add_argument("--kind", default=None, choices=list(KINDS), help="memory kind (default: inferred from the wording)")
     sp.add_argument("--entity", action="append", help="an entity it is about (repeatable)")
     sp.add_argument("--importance", type=float, default=None, help="0..1 (default: derived from kind and wording)")
     sp.add_argument("--timestamp", default=None, help="when it happened (ISO; default now)")

@@ -211,7 +211,7 @@ TOOL_ARGUMENTS = {  # operation -> (JSON Schema properties of its arguments, the
                 "k": _K, **SearchFilter.json_schema(),
                 "min_relevance": {"type": "number", "minimum": -1, "maximum": 1, "description": "Relevance floor; omitted = the store's."}},
                ["query"]),
-    "add": (MEMORY_FIELDS, ["text", "kind"]),
+    "add": (MEMORY_FIELDS, ["text"]),  # kind omitted: inferred from the wording
     "feedback": ({"cited": {**_STRINGS, "default": [], "description": "Ids of the hits the answer used; the other hits count as unhelpful."},
                   "search_id": _SEARCH_ID}, []),
     "retract": ({"id": _ID, "reason": {"type": "string", "description": "Why it is withdrawn."},
@@ -370,9 +370,9 @@ def search(self: MemoryTools, query: str, k: int = 5, min_relevance: float | Non
 
 # %% ../../nbs/memory/21_agent.ipynb #5c1d2e1d
 @patch
-def add(self: MemoryTools, text: str, kind: str, entities: list | None = None, importance: float | None = None,
+def add(self: MemoryTools, text: str, kind: str | None = None, entities: list | None = None, importance: float | None = None,
         timestamp: str | float | None = None, source: str | None = None, metadata: dict | None = None) -> dict:
-    "Write one memory (near-duplicates merge); returns {id, action, similarity, count} (and supersedes, reason for an update)."
+    "Write one memory (near-duplicates merge; no kind = inferred from the wording); returns {id, action, similarity, count} (and supersedes, reason for an update)."
     extra = {"metadata": metadata} if metadata is not None else {}
     out = asdict(self.store.add(text, kind, entities, importance, timestamp, source, **extra))
     return {k: v for k, v in out.items() if v is not None or k == "similarity"}

@@ -33,3 +33,32 @@ def test_mcp_add_without_kind(pool):
     assert tool.parameters["required"] == ["text"]
     out = anyio.run(tool.run, {"user_id": "dana", "text": "Looked through the deploy logs"})
     assert pool.store("dana").get(out["id"]).kind == "observation"
+
+def test_repair_keeps_a_rollback(tmp_path):
+    import warnings
+    from earmem.memory.trust import feed_stream, hit_at_k, poison_store
+    warnings.simplefilter("ignore")
+    s, Q, right = poison_store(tmp_path / "p", lr=1e-2)
+    feed_stream(s, Q, right, 6, "honest")
+    before = s.search(Q[:1], k=5).ids
+    feed_stream(s, Q, right, 10, "poison")
+    out = s.rollback(to=6)
+    assert out["ignored"] == 10 and s.manifest["rolled_back"] == [[7, 16]]
+    rolled = s.search(Q[:1], k=5).ids
+    rep = s.repair()
+    assert (rep["feedback"], rep["replayed"]) == (6, 6) and s.search(Q[:1], k=5).ids == rolled
+    s.feedback(s.search(Q[1:2], k=5), cited=[right[1]])          # feedback after the rollback is learned
+    s.close()
+    with MemoryStore(tmp_path / "p") as again:                   # the range survives a restart
+        assert again.manifest["rolled_back"] == [[7, 16]] and again.repair()["feedback"] == 7
+
+def test_server_pools_guard_unauthenticated_feedback(tmp_path, monkeypatch):
+    from earmem.memory.trust import Guard, server_guard
+    monkeypatch.delenv("EARMEM_FEEDBACK_GUARD", raising=False)
+    with StorePool(tmp_path / "m", encoder=HashingEncoder(32), on_open=server_guard(authenticated=False)) as p:
+        assert p.store("dana").guard == Guard() and p.store("bo").guard == Guard()
+    with StorePool(tmp_path / "m", encoder=HashingEncoder(32), on_open=server_guard(authenticated=True)) as p:
+        assert p.store("dana").guard is None
+    monkeypatch.setenv("EARMEM_FEEDBACK_GUARD", "on")
+    with StorePool(tmp_path / "m", encoder=HashingEncoder(32), on_open=server_guard(authenticated=True)) as p:
+        assert p.store("dana").guard == Guard()

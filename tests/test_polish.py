@@ -62,3 +62,22 @@ def test_server_pools_guard_unauthenticated_feedback(tmp_path, monkeypatch):
     monkeypatch.setenv("EARMEM_FEEDBACK_GUARD", "on")
     with StorePool(tmp_path / "m", encoder=HashingEncoder(32), on_open=server_guard(authenticated=True)) as p:
         assert p.store("dana").guard == Guard()
+
+def test_read_only_file_system_is_named_read_only(tmp_path):
+    import sqlite3
+    from unittest import mock
+    import earmem.memory.sqlite as sq
+    with MemoryStore(tmp_path / "s", encoder=HashingEncoder(32)) as s: s.add("Dana picked Postgres", "decision")
+    real = sq.SQLiteBackend._connect
+    def readonly_fs(self, p):  # what a read-write open meets on a read-only mount (root ignores chmod, so simulated)
+        real(self, p); raise sqlite3.OperationalError("attempt to write a readonly database")
+    with mock.patch.object(sq.SQLiteBackend, "_connect", readonly_fs), pytest.raises(PermissionError) as e:
+        MemoryStore(tmp_path / "s", encoder=HashingEncoder(32))
+    assert "read-only" in str(e.value) and "corrupt" not in str(e.value)
+    with MemoryStore(tmp_path / "s", encoder=HashingEncoder(32), readonly=True) as r: assert len(r) == 1
+
+def test_migrate_keeps_the_encoder_fingerprint(tmp_path):
+    from earmem.commands import migrate_store
+    with MemoryStore(tmp_path / "a", encoder=HashingEncoder(32)) as a: a.add("Dana picked Postgres", "decision"); probe = a.manifest["probe"]
+    migrate_store(tmp_path / "a", tmp_path / "b")
+    with MemoryStore(tmp_path / "b") as b: assert b.manifest["probe"] == probe and probe

@@ -36,6 +36,9 @@ class SQLiteBackend:
         try: self._connect(db_path)
         except sqlite3.DatabaseError as e:
             self.close()
+            if "readonly database" in str(e) or "read-only" in str(e):  # a read-only mount or file is not corruption
+                raise PermissionError(errno.EROFS, f"store: {self.path} is on a read-only file system (or its database is read-only); "
+                                                   "open it with readonly=True to search it") from None
             raise ValueError(f"path: {db_path} is corrupted or not an earmem database ({e}); refusing to open it") from None
         except BaseException:
             self.close(); raise

@@ -81,3 +81,42 @@ def test_migrate_keeps_the_encoder_fingerprint(tmp_path):
     with MemoryStore(tmp_path / "a", encoder=HashingEncoder(32)) as a: a.add("Dana picked Postgres", "decision"); probe = a.manifest["probe"]
     migrate_store(tmp_path / "a", tmp_path / "b")
     with MemoryStore(tmp_path / "b") as b: assert b.manifest["probe"] == probe and probe
+
+def _seed(store):
+    store.add("Dana chose Postgres for orders", "decision"); store.add("Lee prefers tea", "preference")
+
+def test_feedback_request_id_survives_a_restart(tmp_path):
+    with MemoryStore(tmp_path / "s", encoder=HashingEncoder(32)) as s:
+        _seed(s); t = MemoryTools(s)
+        sid = t.call("search", {"query": "what did Dana choose?"})["search_id"]
+        first = t.call("feedback", {"cited": ["m1"], "search_id": sid, "request_id": "r-1"})
+        assert first["duplicate"] is False and s.stats()["feedback"] == 1
+    with MemoryStore(tmp_path / "s", encoder=HashingEncoder(32)) as s:      # a new process: the search is gone, the id is not
+        again = MemoryTools(s).call("feedback", {"cited": ["m1"], "search_id": sid, "request_id": "r-1"})
+        assert again["duplicate"] is True and again["labels"] == first["labels"] and s.stats()["feedback"] == 1
+
+def test_feedback_request_id_on_http_and_mcp(pool):
+    c = TestClient(create_app(pool))
+    c.post("/memories", json={"user_id": "dana", "text": "Dana chose Postgres for orders", "kind": "decision"})
+    sid = c.post("/search", json={"user_id": "dana", "query": "what did Dana choose?", "min_relevance": -1}).json()["search_id"]
+    body = {"user_id": "dana", "cited": ["m1"], "search_id": sid, "request_id": "h-1"}
+    a, b = c.post("/feedback", json=body), c.post("/feedback", json=body)
+    assert a.status_code == b.status_code == 200, (a.text, b.text)
+    assert (a.json()["duplicate"], b.json()["duplicate"], pool.store("dana").stats()["feedback"]) == (False, True, 1)
+    server = build_mcp_server(pool)
+    search, feedback = (server._tool_manager.get_tool(n) for n in ("search", "feedback"))
+    sid = anyio.run(search.run, {"user_id": "dana", "query": "Postgres", "min_relevance": -1})["search_id"]
+    args = {"user_id": "dana", "cited": ["m1"], "search_id": sid, "request_id": "m-1"}
+    outs = [anyio.run(feedback.run, args) for _ in range(2)]
+    assert [o["duplicate"] for o in outs] == [False, True] and pool.store("dana").stats()["feedback"] == 2
+
+def test_feedback_request_id_on_postgres(pg_url):
+    import uuid
+    ns = "req" + uuid.uuid4().hex[:8]
+    with MemoryStore(pg_url, encoder=HashingEncoder(32), namespace=ns) as s:
+        _seed(s); t = MemoryTools(s)
+        sid = t.call("search", {"query": "what did Dana choose?"})["search_id"]
+        first = t.call("feedback", {"cited": ["m1"], "search_id": sid, "request_id": "p-1"})
+    with MemoryStore(pg_url, encoder=HashingEncoder(32), namespace=ns) as s:
+        again = MemoryTools(s).call("feedback", {"cited": ["m1"], "search_id": sid, "request_id": "p-1"})
+        assert (first["duplicate"], again["duplicate"], again["labels"], s.stats()["feedback"]) == (False, True, first["labels"], 1)

@@ -69,7 +69,9 @@ def _scrub(text: str, url: str) -> str:
     if ":" in info: found.add(info.split(":", 1)[1])
     query = rest.partition("?")[2].partition("#")[0]
     found |= {v for k, _, v in (p.partition("=") for p in query.split("&")) if unquote_plus(k).strip().lower() == "password"}
-    for s in sorted(found | {unquote_plus(s) for s in found}, key=len, reverse=True):
+    found |= {unquote_plus(s) for s in found}
+    found |= {p for s in found for p in s.split("@") if len(p) >= 3}  # a raw '@' in a password: libpq reads the rest as the host
+    for s in sorted(found, key=len, reverse=True):
         if s: text = text.replace(s, "***")
     return text
 

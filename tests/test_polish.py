@@ -113,10 +113,10 @@ def test_feedback_request_id_on_http_and_mcp(pool):
 def test_feedback_request_id_on_postgres(pg_url):
     import uuid
     ns = "req" + uuid.uuid4().hex[:8]
-    with MemoryStore(pg_url, encoder=HashingEncoder(32), namespace=ns) as s:
+    with MemoryStore(pg_url, encoder=HashingEncoder(64), namespace=ns) as s:
         _seed(s); t = MemoryTools(s)
         sid = t.call("search", {"query": "what did Dana choose?"})["search_id"]
         first = t.call("feedback", {"cited": ["m1"], "search_id": sid, "request_id": "p-1"})
-    with MemoryStore(pg_url, encoder=HashingEncoder(32), namespace=ns) as s:
+    with MemoryStore(pg_url, encoder=HashingEncoder(64), namespace=ns) as s:
         again = MemoryTools(s).call("feedback", {"cited": ["m1"], "search_id": sid, "request_id": "p-1"})
         assert (first["duplicate"], again["duplicate"], again["labels"], s.stats()["feedback"]) == (False, True, first["labels"], 1)

@@ -94,7 +94,7 @@ def _add_add(sub):
     sp = _command(sub, "add", "add one memory (near-duplicates merge)", "Add one memory; prints 'inserted ID' or 'merged ID'.",
                   _cmd_add)
     sp.add_argument("text", help="the memory, self-contained (who, what, when)")
-    sp.add_argument("--kind", required=True, choices=list(KINDS), help="memory kind")
+    sp.add_argument("--kind", default=None, choices=list(KINDS), help="memory kind (default: inferred from the wording)")
     sp.add_argument("--entity", action="append", help="an entity it is about (repeatable)")
     sp.add_argument("--importance", type=float, default=None, help="0..1 (default: derived from kind and wording)")
     sp.add_argument("--timestamp", default=None, help="when it happened (ISO; default now)")
@@ -441,10 +441,18 @@ def _add_import(sub):
     sp.add_argument("path", help="a .jsonl file written by `earmem memory export`")
 
 # %% ../nbs/cli/32_commands.ipynb #d578681c
+from .memory.store import PROBE_TEXT
+
 class _ShapeOnly:
-    "Stands in for a store's encoder while a migration creates the destination: its id and dimension; never encodes text."
-    def __init__(self, model_id: str, dim: int): self.model_id, self.dim = model_id, dim
-    def encode_documents(self, texts): return np.zeros((len(texts), self.dim), np.float32)
+    "Stands in for a store's encoder while a migration creates the destination: its id, dimension and probe fingerprint; never encodes other text."
+    def __init__(self, model_id: str, dim: int, probe: list | None = None): self.model_id, self.dim, self.probe = model_id, dim, probe
+    def encode_documents(self, texts):
+        V = np.zeros((len(texts), self.dim), np.float32)
+        for i, t in enumerate(texts):  # the probe text as a unit vector with the source's fingerprint (so the encoder check passes)
+            if t == PROBE_TEXT and self.probe:
+                fp = np.asarray(self.probe[:self.dim], np.float32); V[i, :len(fp)] = fp
+                if self.dim > len(fp): V[i, len(fp)] = np.sqrt(max(0.0, 1.0 - float(fp @ fp)))
+        return V
     encode_queries = encode_documents
 
 # %% ../nbs/cli/32_commands.ipynb #48ae3d45
@@ -465,10 +473,12 @@ def _copy_learner(a, b, seqs: dict) -> str | None:
 def migrate_store(src: str | Path, dst: str | Path, src_namespace: str = "default", dst_namespace: str = "default") -> dict:
     "Copy the store at `src` into a new store at `dst` (folders or URLs): memories, audit, feedback log, learner."
     with MemoryStore(src, namespace=src_namespace, readonly=True) as a:
-        shape = _ShapeOnly(a.manifest["encoder"], a.dim)
-        with MemoryStore(dst, encoder=shape, config=a.config, namespace=dst_namespace) as b:
+        shape = _ShapeOnly(a.manifest["encoder"], a.dim, a.manifest.get("probe"))
+        with MemoryStore(dst, encoder=shape, config=a.config, namespace=dst_namespace) as b:  # (a filled dst refuses the stand-in)
             if b._backend.dump_rows() or b._backend.last_feedback():
                 raise ValueError(f"dst: the store at {b.path} is not empty; migrate into a new folder or namespace")
+            if a.manifest.get("probe"):  # the stand-in never encodes: the source's encoder fingerprint goes along
+                b.manifest = {**b.manifest, "probe": a.manifest["probe"]}; b._backend.save_manifest(b.manifest)
             with b._backend.write() as rev: n_rows, n_audit, seqs = _copy_log(a._backend, b._backend, rev)
             version = _copy_learner(a._backend, b._backend, seqs)
             out = {"src": str(a.path), "dst": str(b.path), "memories": n_rows, "audit": n_audit, "feedback": len(seqs),

@@ -54,7 +54,7 @@ def test_tool_schemas(server):
     assert set(tools) == set(TOOL_NAMES) >= {"search", "add", "feedback", "get", "list", "update", "delete", "clear", "users"}
     s = tools["search"].input_schema
     assert s["required"] == ["query"] and {"k", "kinds", "entities", "since", "until", "store", "metadata", "min_relevance"} <= set(s["properties"])
-    assert tools["add"].input_schema["required"] == ["text", "kind"]
+    assert tools["add"].input_schema["required"] == ["text"]   # kind is inferred when omitted
     from earmem.memory.agent import tool_schema
     assert all(t.input_schema == tool_schema(name) for name, t in tools.items())   # one schema, the tool layer's
 

@@ -211,9 +211,10 @@ TOOL_ARGUMENTS = {  # operation -> (JSON Schema properties of its arguments, the
                 "k": _K, **SearchFilter.json_schema(),
                 "min_relevance": {"type": "number", "minimum": -1, "maximum": 1, "description": "Relevance floor; omitted = the store's."}},
                ["query"]),
-    "add": (MEMORY_FIELDS, ["text", "kind"]),
+    "add": (MEMORY_FIELDS, ["text"]),  # kind omitted: inferred from the wording
     "feedback": ({"cited": {**_STRINGS, "default": [], "description": "Ids of the hits the answer used; the other hits count as unhelpful."},
-                  "search_id": _SEARCH_ID}, []),
+                  "search_id": _SEARCH_ID,
+                  "request_id": {"type": "string", "minLength": 1, "maxLength": 200, "description": "An id the client picks for this call: a retry with the same id returns the first answer and learns nothing more."}}, []),
     "retract": ({"id": _ID, "reason": {"type": "string", "description": "Why it is withdrawn."},
                  "correction": {"type": "string", "description": "The corrected wording, stored as a new memory."}}, ["id", "reason"]),
     "correct": ({"id": _ID, "text": MEMORY_FIELDS["text"], "reason": {"type": "string", "default": "corrected"}}, ["id", "text"]),
@@ -370,19 +371,37 @@ def search(self: MemoryTools, query: str, k: int = 5, min_relevance: float | Non
 
 # %% ../../nbs/memory/21_agent.ipynb #5c1d2e1d
 @patch
-def add(self: MemoryTools, text: str, kind: str, entities: list | None = None, importance: float | None = None,
+def add(self: MemoryTools, text: str, kind: str | None = None, entities: list | None = None, importance: float | None = None,
         timestamp: str | float | None = None, source: str | None = None, metadata: dict | None = None) -> dict:
-    "Write one memory (near-duplicates merge); returns {id, action, similarity, count} (and supersedes, reason for an update)."
+    "Write one memory (near-duplicates merge; no kind = inferred from the wording); returns {id, action, similarity, count} (and supersedes, reason for an update)."
     extra = {"metadata": metadata} if metadata is not None else {}
     out = asdict(self.store.add(text, kind, entities, importance, timestamp, source, **extra))
     return {k: v for k, v in out.items() if v is not None or k == "similarity"}
 
 @patch
-def feedback(self: MemoryTools, cited: list | None = None, search_id: str | None = None) -> dict:
-    "Learn from the ids an answer cited among the hits of search `search_id` (None = the latest): cited +1, the rest −1; the store's result and the search_id."
+def feedback(self: MemoryTools, cited: list | None = None, search_id: str | None = None, request_id: str | None = None) -> dict:
+    "Learn from the ids an answer cited among the hits of search `search_id` (None = the latest): cited +1, the rest −1; the store's result and the search_id. A `request_id` seen before returns its first answer (nothing learned twice)."
     cited = [] if cited is None else [cited] if isinstance(cited, str) else list(cited)
+    if request_id is not None: return self._feedback_once(cited, search_id, request_id)
     hits = self.hits_of(search_id)
     return {"search_id": hits.search_id, **self.store.feedback(hits, cited=cited)}
+
+# %% ../../nbs/memory/21_agent.ipynb #60ae9977
+@patch
+def _feedback_once(self: MemoryTools, cited: list, search_id: str | None, request_id: str) -> dict:
+    "`feedback` at most once per `request_id` (the backend keeps the ids with the feedback log)."
+    st, backend = self.store, getattr(self.store, "_backend", None)
+    if not isinstance(request_id, str) or not request_id.strip(): raise ArgumentError(f"request_id: expected a non-empty string, got {request_id!r}")
+    if not hasattr(backend, "feedback_request"): raise ArgumentError("request_id: this store does not record request ids")
+    with st._lock:
+        prior = backend.feedback_request(request_id)
+        if prior is not None: return {**(prior[1] or {"feedback_seq": prior[0]}), "duplicate": True}
+        hits = self.hits_of(search_id)
+        backend.pending_request = request_id
+        try: out = {"search_id": hits.search_id, **st.feedback(hits, cited=cited)}
+        finally: backend.pending_request = None
+        backend.answer_request(request_id, out)
+    return {**out, "duplicate": False}
 
 # %% ../../nbs/memory/21_agent.ipynb #73bfa0b1
 @patch

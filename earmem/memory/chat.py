@@ -14,11 +14,11 @@ from .hygiene import KINDS, is_chatter, iso, to_epoch
 from .updates import _fresh, slots
 from .hygiene import normalise_item
 from .agent import AddResult
-from .store import MemoryStore
+from .store import MemoryStore, infer_kind
 
 # %% auto #0
-__all__ = ['EXTRACT_SYSTEM', 'check_messages', 'resolve_dates', 'resolve_speaker', 'infer_kind', 'Extractor', 'RuleExtractor',
-           'LLMExtractor', 'ChatResult']
+__all__ = ['EXTRACT_SYSTEM', 'check_messages', 'resolve_dates', 'resolve_speaker', 'Extractor', 'RuleExtractor', 'LLMExtractor',
+           'ChatResult']
 
 # %% ../../nbs/memory/23b_chat.ipynb #2e3bf67e
 def _speaker(m: dict, where: str) -> str | None:
@@ -89,25 +89,6 @@ def resolve_speaker(text: str, speaker: str | None) -> str:
     pat = "|".join(sorted(map(re.escape, _FIRST), key=len, reverse=True)).replace(r"\ ", r"\s")
     text = re.sub(rf"\b(?:{pat})\b", lambda m: _FIRST[re.sub(r"\s+", " ", m.group(0).casefold())].format(speaker), text, flags=re.I)
     return re.sub(r"\bI\b", speaker, text)
-
-# %% ../../nbs/memory/23b_chat.ipynb #1b97097e
-_CORRECTION = re.compile(r"\b(?:actually|correction|i meant|scratch that|to correct|sorry,?\s(?:it's|it is))\b|\bnot\s[^,.;]+,?\s(?:but|it's)\b|"
-                         r"[\w:.$€£]+,?\snot\s[\w:.$€£]+", re.I)
-_DECISION = re.compile(r"\b(?:we|i)\s(?:have\s|'ve\s)?(?:decided|chose|picked|went with|agreed|settled on)\b|\blet's\b|"
-                       r"\b(?:we|i)(?:'ll|\swill)\s(?:go with|use|take)\b", re.I)
-_PREFERENCE = re.compile(r"\b(?:i|we)\s(?:really\s|also\s)?(?:like|love|prefer|enjoy|hate|dislike|can't stand|don't like|adore)\b|"
-                         r"\bfavou?rite\b|\bprefers?\b|\ballergic\b", re.I)
-_STATEMENT = re.compile(r"\b(?:my\s\w+(?:\s\w+)?\s(?:is|are|was)|i\s(?:am|'m|live|work|have|own|study|moved)|"
-                        r"(?:is|are)\s(?:at|on|in|due|scheduled|booked)|moved\sto|starts?\sat)\b", re.I)
-
-def infer_kind(text: str) -> str | None:
-    "'correction', 'decision', 'preference' or 'fact' for a claim; None for a question, chatter or a sentence stating nothing specific."
-    t = text.strip()
-    if not t or t.endswith("?") or is_chatter(t): return None
-    for kind, rx in (("correction", _CORRECTION), ("decision", _DECISION), ("preference", _PREFERENCE)):
-        if rx.search(t): return kind
-    specific = set(slots(t)) - {"negation", "name"}
-    return "fact" if specific or _STATEMENT.search(t) else None
 
 # %% ../../nbs/memory/23b_chat.ipynb #d02b9328
 class Extractor(Protocol):

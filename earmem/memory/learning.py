@@ -15,7 +15,7 @@ from .storage import check_finite_learner, learner_seq
 from .agent import Hits
 
 # %% auto #0
-__all__ = ['GATE_WINDOW', 'GATE_MIN_PAIRS', 'Learning', 'pair_accuracy']
+__all__ = ['GATE_WINDOW', 'GATE_MIN_PAIRS', 'Learning', 'pair_accuracy', 'skip_rolled_back']
 
 # %% ../../nbs/memory/22_learning.ipynb #8000ecff
 class Learning:
@@ -198,6 +198,11 @@ def feedback(self: Learning,
         warnings.warn(f"store {self.path}: feedback logged but not learned (frozen learner: {self.learner_problem})", RuntimeWarning, stacklevel=2)
     return {"labels": dict(zip(hits.ids, labels)), "loss": out.get("loss"), **out}
 
+# %% ../../nbs/memory/22_learning.ipynb #b1ac4bb6
+def skip_rolled_back(rows: list, ranges) -> list:
+    "The feedback `rows` (seq first) outside the [first, last] seq `ranges` a rollback took back (chapter 23c), so a replay honours it."
+    return [r for r in rows if not any(a <= r[0] <= b for a, b in ranges or ())]
+
 # %% ../../nbs/memory/22_learning.ipynb #7a1b2c1b
 @patch
 def flush(self: Learning) -> None:
@@ -208,15 +213,17 @@ def flush(self: Learning) -> None:
 
 @patch
 def repair(self: Learning) -> dict:
-    "Rebuild the learner from the feedback log (a fresh learner replays every logged feedback) and make it current."
+    "Rebuild the learner from the feedback log (a fresh learner replays every logged feedback but what a rollback took back) and make it current."
     self._check_open()
     if self.readonly: raise PermissionError(f"store: {self.path} is read-only ({self.readonly_reason}); nothing was written")
     with self._lock:
         was = self.learner_problem
         with self._backend.write():
-            rows = self._backend.feedback_rows(0)
+            every = self._backend.feedback_rows(0)
+            rows = skip_rolled_back(every, (getattr(self, "manifest", None) or {}).get("rolled_back"))
             self._learner, self._learner_seq, self.learner_problem = None, 0, None
             learned = self._replay(rows)
+            self._learner_seq = every[-1][0] if every else 0  # rows a rollback took back count as seen
         version = self._backend.save_learner(self._learner, self._learner_seq, force=True) if self._learner else self._backend.point_learner("", force=True)
         self._learner_version, self._unsaved = version, 0
     return {"feedback": len(rows), "replayed": learned, "skipped": len(rows) - learned,

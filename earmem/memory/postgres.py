@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS {s}.learners (namespace TEXT NOT NULL, version TEXT N
     created DOUBLE PRECISION NOT NULL, files JSONB NOT NULL, PRIMARY KEY (namespace, version));
 CREATE TABLE IF NOT EXISTS {s}.learner_files (namespace TEXT NOT NULL, version TEXT NOT NULL, name TEXT NOT NULL,
     data BYTEA NOT NULL, PRIMARY KEY (namespace, version, name));
+CREATE TABLE IF NOT EXISTS {s}.feedback_requests (namespace TEXT NOT NULL, request_id TEXT NOT NULL, seq BIGINT NOT NULL,
+    answer TEXT, PRIMARY KEY (namespace, request_id));
 """
 HNSW_INDEX = ("CREATE INDEX IF NOT EXISTS memories_hnsw ON {s}.memories USING hnsw (embedding vector_ip_ops) "
               "WITH (m = {m}, ef_construction = {ef_construction})")
@@ -67,7 +69,9 @@ def _scrub(text: str, url: str) -> str:
     if ":" in info: found.add(info.split(":", 1)[1])
     query = rest.partition("?")[2].partition("#")[0]
     found |= {v for k, _, v in (p.partition("=") for p in query.split("&")) if unquote_plus(k).strip().lower() == "password"}
-    for s in sorted(found | {unquote_plus(s) for s in found}, key=len, reverse=True):
+    found |= {unquote_plus(s) for s in found}
+    found |= {p for s in found for p in s.split("@") if len(p) >= 3}  # a raw '@' in a password: libpq reads the rest as the host
+    for s in sorted(found, key=len, reverse=True):
         if s: text = text.replace(s, "***")
     return text
 
@@ -150,7 +154,9 @@ def _check_info(self: PostgresBackend, info: dict):
 UPGRADES = [  # (table, column it lacks, statements): what a schema made by an earlier earmem gets
     ("feedback", "vectors", ["ALTER TABLE {s}.feedback ADD COLUMN IF NOT EXISTS candidates TEXT, ADD COLUMN IF NOT EXISTS vectors BYTEA"]),
     ("memories", "tsv", ["ALTER TABLE {s}.memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
-                         "CREATE INDEX IF NOT EXISTS memories_tsv ON {s}.memories USING gin (tsv)", "DROP INDEX IF EXISTS {s}.memories_text"])]
+                         "CREATE INDEX IF NOT EXISTS memories_tsv ON {s}.memories USING gin (tsv)", "DROP INDEX IF EXISTS {s}.memories_text"]),
+    ("feedback_requests", "request_id", ["CREATE TABLE IF NOT EXISTS {s}.feedback_requests (namespace TEXT NOT NULL, request_id TEXT NOT NULL, "
+                                         "seq BIGINT NOT NULL, answer TEXT, PRIMARY KEY (namespace, request_id))"])]
 
 @patch
 def _upgrade(self: PostgresBackend):
@@ -345,10 +351,13 @@ def history(self: PostgresBackend, ids) -> list:
 def log_feedback(self: PostgresBackend, at: float, query: str, slate: list, labels: list, learner: str,
                  candidates: dict | None = None, vectors: bytes | None = None) -> int:
     "Append one feedback event to the log (with what a replay needs: candidate ids, slate positions, vectors); returns its seq."
-    return self._q("INSERT INTO {s}.feedback (namespace, at, query, slate, labels, learner, candidates, vectors) "
-                   "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
-                   (self.namespace, at, query, json.dumps(slate), json.dumps(labels), learner,
-                    None if candidates is None else json.dumps(candidates), vectors)).fetchone()[0]
+    seq = self._q("INSERT INTO {s}.feedback (namespace, at, query, slate, labels, learner, candidates, vectors) "
+                  "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
+                  (self.namespace, at, query, json.dumps(slate), json.dumps(labels), learner,
+                   None if candidates is None else json.dumps(candidates), vectors)).fetchone()[0]
+    if getattr(self, "pending_request", None):  # in the same transaction: the request id is committed with its row
+        self._q("INSERT INTO {s}.feedback_requests (namespace, request_id, seq) VALUES (%s, %s, %s)", (self.namespace, self.pending_request, seq))
+    return seq
 
 @patch
 def feedback_rows(self: PostgresBackend, after: int = 0) -> list:
@@ -361,6 +370,18 @@ def feedback_rows(self: PostgresBackend, after: int = 0) -> list:
 def last_feedback(self: PostgresBackend) -> int:
     "The seq of the namespace's newest feedback row (0 when there is none)."
     return int(self._q("SELECT COALESCE(MAX(seq), 0) FROM {s}.feedback WHERE namespace=%s", (self.namespace,)).fetchone()[0])
+
+# %% ../../nbs/memory/25_postgres.ipynb #5ff20956
+@patch
+def feedback_request(self: PostgresBackend, request_id: str) -> tuple | None:
+    "(seq, answer dict or None) of the namespace's feedback logged under `request_id`, or None (chapter 20a: idempotent feedback)."
+    got = self._q("SELECT seq, answer FROM {s}.feedback_requests WHERE namespace=%s AND request_id=%s", (self.namespace, request_id)).fetchone()
+    return None if got is None else (int(got[0]), json.loads(got[1]) if got[1] else None)
+
+@patch
+def answer_request(self: PostgresBackend, request_id: str, answer: dict):
+    "Keep the answer given to feedback `request_id` (what a retry returns)."
+    self._q("UPDATE {s}.feedback_requests SET answer=%s WHERE namespace=%s AND request_id=%s", (json.dumps(answer, default=float), self.namespace, request_id))
 
 # %% ../../nbs/memory/25_postgres.ipynb #3ffa0bfb
 @patch

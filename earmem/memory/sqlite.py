@@ -18,7 +18,7 @@ from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS
     check_finite_learner, check_manifest, fsync_tree, learner_seq, read_manifest, _CHECKPOINT)
 
 # %% auto #0
-__all__ = ['WRITER_FILE', 'PENDING_MAX', 'OVERSAMPLE', 'DEDUPE_NEIGHBOURS', 'SQLiteBackend', 'name_fault']
+__all__ = ['REQUESTS_SCHEMA', 'WRITER_FILE', 'PENDING_MAX', 'OVERSAMPLE', 'DEDUPE_NEIGHBOURS', 'SQLiteBackend', 'name_fault']
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #5cf42665
 class SQLiteBackend:
@@ -36,6 +36,9 @@ class SQLiteBackend:
         try: self._connect(db_path)
         except sqlite3.DatabaseError as e:
             self.close()
+            if "readonly database" in str(e) or "read-only" in str(e):  # a read-only mount or file is not corruption
+                raise PermissionError(errno.EROFS, f"store: {self.path} is on a read-only file system (or its database is read-only); "
+                                                   "open it with readonly=True to search it") from None
             raise ValueError(f"path: {db_path} is corrupted or not an earmem database ({e}); refusing to open it") from None
         except BaseException:
             self.close(); raise
@@ -99,6 +102,8 @@ def _track(self: SQLiteBackend, seq: int, r: tuple):
     if not same: self._pending.add(p)
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #17d7d1a0
+REQUESTS_SCHEMA = "CREATE TABLE IF NOT EXISTS feedback_requests (request_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, answer TEXT)"
+
 @patch
 def _connect(self: SQLiteBackend, db_path: Path):
     "Open the database (immutable: a read-only file system), check the schema version, upgrade an older store, load the mirror."
@@ -115,6 +120,8 @@ def _connect(self: SQLiteBackend, db_path: Path):
         self.db.executescript("BEGIN IMMEDIATE; ALTER TABLE feedback ADD COLUMN candidates TEXT; "
                               "ALTER TABLE feedback ADD COLUMN vectors BLOB; COMMIT;")
         self._replayable = True
+    if not self.readonly and not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='feedback_requests'").fetchone():
+        self.db.execute(REQUESTS_SCHEMA)  # the request ids of idempotent feedback (a store from before gets the table)
     self._lexical = self._ensure_fts()
     self.refresh()
 
@@ -254,6 +261,8 @@ def log_feedback(self: SQLiteBackend, at: float, query: str, slate: list, labels
     cur = self.db.execute("INSERT INTO feedback (at, query, slate, labels, learner, candidates, vectors) VALUES (?, ?, ?, ?, ?, ?, ?)",
                           (at, query, json.dumps(slate), json.dumps(labels), learner,
                            None if candidates is None else json.dumps(candidates), vectors))
+    if getattr(self, "pending_request", None):  # in the same transaction: the request id is committed with its row
+        self.db.execute("INSERT INTO feedback_requests (request_id, seq) VALUES (?, ?)", (self.pending_request, cur.lastrowid))
     return int(cur.lastrowid)
 
 @patch
@@ -267,6 +276,19 @@ def feedback_rows(self: SQLiteBackend, after: int = 0) -> list:
 def last_feedback(self: SQLiteBackend) -> int:
     "The seq of the newest feedback row (0 when there is none)."
     return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM feedback").fetchone()[0])
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #622a8846
+@patch
+def feedback_request(self: SQLiteBackend, request_id: str) -> tuple | None:
+    "(seq, answer dict or None) of the feedback logged under `request_id`, or None when there is none."
+    try: got = self.db.execute("SELECT seq, answer FROM feedback_requests WHERE request_id=?", (request_id,)).fetchone()
+    except sqlite3.OperationalError: return None  # a read-only store from before the table
+    return None if got is None else (int(got[0]), json.loads(got[1]) if got[1] else None)
+
+@patch
+def answer_request(self: SQLiteBackend, request_id: str, answer: dict):
+    "Keep the answer given to feedback `request_id` (what a retry returns)."
+    self.db.execute("UPDATE feedback_requests SET answer=? WHERE request_id=?", (json.dumps(answer, default=float), request_id))
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #a72bf45d
 @patch

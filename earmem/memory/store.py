@@ -25,7 +25,8 @@ from .agent import AddResult, Hit, Hits, Injection, MemoryRecord
 
 # %% auto #0
 __all__ = ['PROBE_TEXT', 'SESSION_BETA', 'MemoryStore', 'folder_writable', 'probe_fingerprint', 'fingerprint_problem',
-           'check_item_text', 'check_nonzero_rows', 'file_above', 'folder_gone', 'session_lift']
+           'check_item_text', 'check_nonzero_rows', 'file_above', 'folder_gone', 'infer_kind', 'default_kind',
+           'session_lift']
 
 # %% ../../nbs/memory/23_store.ipynb #4aaec009
 from .storage import namespace_folder
@@ -385,11 +386,39 @@ def add_many(self: MemoryStore,
     V = self._batch_vectors(prepared, embeddings)
     with self._write() as rev: return self._insert_batch(prepared, V, rev, now)
 
+# %% ../../nbs/memory/23_store.ipynb #7d5023bf
+import re
+from .hygiene import is_chatter
+from .updates import slots
+
+_CORRECTION = re.compile(r"\b(?:actually|correction|i meant|scratch that|to correct|sorry,?\s(?:it's|it is))\b|\bnot\s[^,.;]+,?\s(?:but|it's)\b|"
+                         r"[\w:.$€£]+,?\snot\s[\w:.$€£]+", re.I)
+_DECISION = re.compile(r"\b(?:we|i)\s(?:have\s|'ve\s)?(?:decided|chose|picked|went with|agreed|settled on)\b|\blet's\b|"
+                       r"\b(?:we|i)(?:'ll|\swill)\s(?:go with|use|take)\b", re.I)
+_PREFERENCE = re.compile(r"\b(?:i|we)\s(?:really\s|also\s)?(?:like|love|prefer|enjoy|hate|dislike|can't stand|don't like|adore)\b|"
+                         r"\bfavou?rite\b|\bprefers?\b|\ballergic\b", re.I)
+_STATEMENT = re.compile(r"\b(?:my\s\w+(?:\s\w+)?\s(?:is|are|was)|i\s(?:am|'m|live|work|have|own|study|moved)|"
+                        r"(?:is|are)\s(?:at|on|in|due|scheduled|booked)|moved\sto|starts?\sat)\b", re.I)
+
+def infer_kind(text: str) -> str | None:
+    "'correction', 'decision', 'preference' or 'fact' for a claim; None for a question, chatter or a sentence stating nothing specific."
+    t = text.strip()
+    if not t or t.endswith("?") or is_chatter(t): return None
+    for kind, rx in (("correction", _CORRECTION), ("decision", _DECISION), ("preference", _PREFERENCE)):
+        if rx.search(t): return kind
+    specific = set(slots(t)) - {"negation", "name"}
+    return "fact" if specific or _STATEMENT.search(t) else None
+
+def default_kind(text: str) -> str:
+    "The kind `add` gives a memory stored without one: `infer_kind`'s answer, else 'observation'."
+    return infer_kind(text) or "observation"
+
+
 # %% ../../nbs/memory/23_store.ipynb #3b0e0021
 @patch
 def add(self: MemoryStore,
         text: str,  # self-contained wording: who, what, when
-        kind: str,  # one of KINDS: episode, observation, failure, fact, preference, decision, correction
+        kind: str | None = None,  # one of KINDS: episode, observation, failure, fact, preference, decision, correction; None = default_kind(text)
         entities: Sequence[str] | None = None,  # people, services, projects it is about
         importance: float | None = None,  # in [0, 1]; None = derive_importance(text, kind)
         timestamp=None,  # when it happened (ISO string, datetime, seconds); None = now
@@ -398,6 +427,7 @@ def add(self: MemoryStore,
     "Write one memory (or merge it into a near-duplicate); returns `AddResult(id, action, similarity, count)`."
     bad = set(extra) - {"id", "metadata", "confidence", "store"}
     if bad: raise TypeError(f"add: unexpected keyword argument(s) {sorted(bad)}")
+    if kind is None and isinstance(text, str): kind = default_kind(text)
     item = dict(text=text, kind=kind, entities=entities, importance=importance, timestamp=timestamp, source=source, **extra)
     return self.add_many([item])[0]
 

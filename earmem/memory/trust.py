@@ -4,18 +4,18 @@
 
 # %% ../../nbs/memory/23c_trust.ipynb #7072bfb0
 from __future__ import annotations
-import copy, warnings
+import copy, os, warnings
 from collections import deque
 from dataclasses import dataclass
 import numpy as np
 from fastcore.basics import patch
-from .learning import Learning, _logged_candidates
+from .learning import Learning, _logged_candidates, skip_rolled_back
 from .store import MemoryStore
 from .vectors import one_blas_thread
 
 # %% auto #0
-__all__ = ['top_k', 'overlap_at_k', 'agreement', 'Guard', 'snapshot', 'restore', 'poison_store', 'hit_at_k', 'feed_stream',
-           'poisoning_report', 'main']
+__all__ = ['GUARD_MODES', 'top_k', 'overlap_at_k', 'agreement', 'Guard', 'server_guard', 'snapshot', 'restore', 'poison_store',
+           'hit_at_k', 'feed_stream', 'poisoning_report', 'main']
 
 # %% ../../nbs/memory/23c_trust.ipynb #7bc63d4e
 def top_k(scores, k: int) -> set:
@@ -51,6 +51,18 @@ class Guard:
             if not isinstance(getattr(self, n), int) or getattr(self, n) < 1: raise ValueError(f"{n}: expected a positive integer, got {getattr(self, n)!r}")
 
 MemoryStore.guard = None  # no guard unless one is set on the store
+
+# %% ../../nbs/memory/23c_trust.ipynb #c3cb22f2
+GUARD_MODES = ("auto", "on", "off")
+
+def server_guard(authenticated: bool, environ=None):
+    "The `on_open` hook of a server's `StorePool`: sets `store.guard = Guard()` when EARMEM_FEEDBACK_GUARD is 'on', or 'auto' (the default) and the door is not `authenticated`; None = no guard."
+    mode = (os.environ if environ is None else environ).get("EARMEM_FEEDBACK_GUARD", "auto").strip().lower()
+    if mode not in GUARD_MODES: raise ValueError(f"EARMEM_FEEDBACK_GUARD: expected one of {list(GUARD_MODES)}, got {mode!r}")
+    if mode == "off" or (mode == "auto" and authenticated): return None
+    def on_open(store): store.guard = Guard()
+    return on_open
+
 
 # %% ../../nbs/memory/23c_trust.ipynb #c052845e
 def snapshot(learner) -> tuple:
@@ -158,10 +170,14 @@ def rollback(self: MemoryStore, to: int) -> dict:
         with self._backend.write():
             last = self._backend.last_feedback()
             if to > last: raise ValueError(f"to: the log has {last} feedback rows; expected a seq in [0, {last}]")
-            rows = [r for r in self._backend.feedback_rows(0) if r[0] <= to]
+            done = self.manifest.get("rolled_back", [])
+            rows = skip_rolled_back([r for r in self._backend.feedback_rows(0) if r[0] <= to], done)
             self._learner, self._learner_seq, self.learner_problem, self._guard_window = None, 0, None, None
             learned = self._replay(rows)
             if self._learner is None: self._learner = self._new_learner()
+            if last > to:  # the manifest records the range taken back, so repair() replays around it
+                self.manifest = {**self.manifest, "rolled_back": done + [[int(to) + 1, int(last)]]}
+                self._backend.save_manifest(self.manifest)
         self._learner_seq = last
         self._learner_version, self._unsaved = self._backend.save_learner(self._learner, last, force=True), 0
     return {"to": int(to), "replayed": learned, "ignored": last - int(to), "learner": self._learner_version}

@@ -37,13 +37,14 @@ def list_namespaces(path, schema: str = "earmem") -> list:
 class StorePool:
     "The MemoryStore of each user (namespace) of one folder or URL, opened on first use, all sharing one encoder; pinned to one user when `namespace` is given."
     def __init__(self, path: str | Path, encoder=None, config: StoreConfig | None = None, namespace: str | None = None,
-                 readonly: bool = False, create: bool = True, **store_options):  # store_options: clock, judge, lock_timeout
+                 readonly: bool = False, create: bool = True, on_open=None, **store_options):  # store_options: clock, judge, lock_timeout
         if not isinstance(path, (str, os.PathLike)): raise TypeError(f"path: expected a folder path or a postgresql:// URL, got {type(path).__name__}")
         bad = set(store_options) - {"clock", "judge", "lock_timeout"}
         if bad: raise TypeError(f"store_options: unexpected {sorted(bad)}; expected some of ['clock', 'judge', 'lock_timeout']")
         self.path, self.encoder, self.config, self.readonly, self.create = path, encoder, config, bool(readonly), bool(create)
         self.pinned = None if namespace is None else check_namespace(namespace)
-        self._options, self._stores, self._lock = store_options, {}, threading.RLock()
+        if on_open is not None and not callable(on_open): raise TypeError(f"on_open: expected a callable taking the opened MemoryStore, got {type(on_open).__name__}")
+        self._options, self._stores, self._lock, self.on_open = store_options, {}, threading.RLock(), on_open  # on_open(store): per-store setup (a server's guard)
 
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
@@ -86,6 +87,7 @@ def store(self: StorePool, namespace: str | None = None) -> MemoryStore:
             st = MemoryStore(self.path, encoder=self._shared_encoder(), config=self._config_for(ns), readonly=self.readonly,
                              create=self.create and not self.readonly, namespace=ns, **self._options)
             if self.encoder is None: self.encoder = st.encoder  # a URL store: the first user's encoder, shared from now on
+            if self.on_open is not None: self.on_open(st)
             self._stores[ns] = st
         return st
 

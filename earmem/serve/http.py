@@ -9,6 +9,7 @@ from pathlib import Path
 from ..memory.agent import ArgumentError, MemoryTools, UserTools, check_value, error_json, tool_schema, tools_for, unknown_argument
 from ..memory.store import MemoryStore
 from ..memory.users import StorePool
+from ..memory.trust import server_guard
 import earmem.memory.chat  # noqa: F401  (files MemoryStore.add_messages, the /memories/messages route)
 from .access import load_keys, protect, require_keys
 from .mcp import require
@@ -201,6 +202,6 @@ def serve_http(store_path: str | Path, host: str = "127.0.0.1", port: int = 8766
     "Serve every user of the store at `store_path` (folder or URL; only user `namespace` when given) over HTTP with uvicorn on host:port (docs at /docs), behind the access rules of chapter 27a (keys from the environment, required beyond loopback; Host/Origin checks; size limits; named faults)."
     uvicorn = require("uvicorn", "server")
     keys = load_keys(); require_keys(host, keys)  # refuse a bind beyond loopback without keys before opening anything
-    pool = StorePool(store_path, namespace=namespace)
+    pool = StorePool(store_path, namespace=namespace, on_open=server_guard(authenticated=bool(keys)))  # EARMEM_FEEDBACK_GUARD, chapter 23c
     try: uvicorn.run(protect(create_app(pool), pool, host=host, keys=keys), host=host, port=port, log_level="warning")
     finally: pool.close()

@@ -11,6 +11,7 @@ from ..memory.agent import (ArgumentError, MemoryTools, TOOL_DESCRIPTIONS, TOOL_
                                  tool_schema, tools_for)
 from ..memory.store import MemoryStore
 from ..memory.users import StorePool
+from ..memory.trust import server_guard
 import earmem.memory.chat  # noqa: F401  (files MemoryStore.add_messages, the add_messages tool)
 from .access import clean_message, load_keys, protect, require_keys
 
@@ -97,7 +98,7 @@ def serve_mcp(store_path: str | Path, transport: str = "stdio", host: str = "127
     port = check_positive_int(port, "port")
     keys = load_keys() if transport == "http" else []
     if transport == "http": require_keys(host, keys)  # beyond loopback only with keys (from the environment)
-    pool = StorePool(store_path, namespace=namespace)
+    pool = StorePool(store_path, namespace=namespace, on_open=server_guard(authenticated=bool(keys) or transport == "stdio"))  # ch. 23c
     server = build_mcp_server(pool)
     try:
         if transport == "stdio": server.run("stdio")

@@ -134,7 +134,8 @@ def _retrieval_routes(app: FastAPI, t: MemoryTools | UserTools):
     @app.post("/inject", tags=["retrieval"], summary="A provenance-labelled memory block under a token budget", openapi_extra=_body("inject"))
     def inject(body: dict = Body(...)) -> dict: return _run(lambda: t.run("inject", body))
     @app.get("/stats", tags=["store"], summary="Counts by kind, store and status; feedback events; learner version", openapi_extra=_query_doc("stats"))
-    def stats(request: Request) -> dict: return _run(lambda: t.run("stats", _query_args(request.query_params, "stats")))
+    def stats(request: Request) -> dict:  # the server's folder stays on the server
+        return {k: v for k, v in _run(lambda: t.run("stats", _query_args(request.query_params, "stats"))).items() if k != "path"}
     @app.get("/users", tags=["store"], summary="The users (namespaces) this server serves")
     def users(request: Request) -> dict: return _run(lambda: t.run("users", _query_args(request.query_params, "users")))
 

@@ -65,6 +65,7 @@ def mcp_tool(t: MemoryTools, name: str):
     defaults = {"source": "mcp"} if name == "add" else None
     def run(arguments: dict) -> dict:
         out = t.call(name, arguments, defaults)
+        if name == "stats" and isinstance(out, dict): out = {k: v for k, v in out.items() if k != "path"}  # the folder stays on the server
         if isinstance(out, dict) and set(out) == {"error"}: out = {"error": clean_message(out["error"], _paths(t))}  # no server path or password to a client
         return out
     tool = _schema_tool_class().from_function(run, name=name, description=TOOL_DESCRIPTIONS[name])

@@ -12,7 +12,7 @@ from ..core import atomic_write_json
 import numpy as np
 from tqdm.auto import tqdm
 from .index import VectorIndex
-from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, within_budget
+from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
 from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS, FTS_SCHEMA, KEEP_CHECKPOINTS, LEARNER_DIR,
     MANIFEST_NAME, RECORD_COLUMNS, SCHEMA, SCHEMA_VERSION, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
     check_finite_learner, check_manifest, fsync_tree, learner_seq, read_manifest, _CHECKPOINT)
@@ -418,7 +418,7 @@ def build_index(self: SQLiteBackend, progress: bool | None = None) -> int:
 @patch
 def _use_graph(self: SQLiteBackend) -> bool:
     "Whether searches go through the graph now (≥ `approx_min_rows` active), opening or catching it up first."
-    if self.approx_min_rows is None or int(self.index.active[:self.index.n].sum()) < self.approx_min_rows: return False
+    if self.approx_min_rows is None or np.count_nonzero(self.index.active[:self.index.n]) < self.approx_min_rows: return False
     if self.ann is None and not self._open_graph(): return False
     if len(self._pending) > PENDING_MAX: self._absorb()
     return True
@@ -433,23 +433,28 @@ def _pending_rows(self: SQLiteBackend, allowed: np.ndarray) -> np.ndarray:
 @patch
 def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int) -> np.ndarray:
     "Rows among `allowed` to score exactly: all when few pass (pre-filter), else the graph's nearest passing plus the pending."
-    rows = np.flatnonzero(allowed)
-    want = max(40, OVERSAMPLE * K)
-    if len(rows) <= max(self.prefilter_rows, want) or not self._use_graph(): return rows
+    count, want = np.count_nonzero(allowed), max(40, OVERSAMPLE * K)
+    if count <= max(self.prefilter_rows, want) or not self._use_graph(): return np.flatnonzero(allowed)
     def passes(keys):
         p = self._rows_of(keys); ok = p >= 0
         ok[ok] = allowed[p[ok]]
         return ok
-    keys = self.ann.search(q, want, allowed=passes, start=int(want * self.index.n / len(rows)))
-    if keys is None: return rows
+    keys = self.ann.search(q, want, allowed=passes, start=int(want * self.index.n / count))
+    if keys is None: return np.flatnonzero(allowed)
     return np.union1d(self._rows_of(keys), self._pending_rows(allowed))
 
 @patch
 def shortlist(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int, balanced: bool = False) -> np.ndarray:
-    "The rows among `allowed` whose exact top-K is the answer: every allowed row below the size threshold, else the graph's short list (per store when `balanced`)."
-    if not balanced: return self._graph_rows(q, allowed, K)
-    st = self.index.store[:self.index.n]
-    return np.union1d(*[self._graph_rows(q, allowed & (st == s), K) for s in range(len(STORES))])
+    "The rows among `allowed` whose exact top-K is the answer: every allowed row below the size threshold, else the graph's short list (balanced: one joint list, a store's own list only where the joint one holds under twice its quota)."
+    rows = self._graph_rows(q, allowed, K)
+    if not balanced or len(rows) == np.count_nonzero(allowed): return rows  # unbalanced, or every allowed row already
+    st, half = self.index.store[:self.index.n], [K // 2, K - K // 2]
+    have = np.bincount(st[rows], minlength=len(STORES))
+    if all(have[s] >= 2 * half[s] for s in range(len(STORES))): return rows  # both stores hold ≥ K/2 rows, so the quota is K/2 each
+    sizes = np.bincount(st[allowed], minlength=len(STORES))
+    quota = store_quota(sizes.tolist(), K)
+    short = [s for s in range(len(STORES)) if have[s] < min(sizes[s], 2 * quota[s])]
+    return np.union1d(rows, np.concatenate([rows[:0], *[self._graph_rows(q, allowed & (st == s), K) for s in short]]))
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #361bd7f6
 DEDUPE_NEIGHBOURS = 16  # graph neighbours of a new memory that the dedupe rule scores exactly

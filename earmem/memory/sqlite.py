@@ -11,7 +11,7 @@ from fastcore.basics import patch
 from ..core import atomic_write_json
 import numpy as np
 from tqdm.auto import tqdm
-from .index import VectorIndex
+from .index import VectorIndex, restore_vectors, save_vectors
 from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
 from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS, FTS_SCHEMA, KEEP_CHECKPOINTS, LEARNER_DIR,
     MANIFEST_NAME, RECORD_COLUMNS, SCHEMA, SCHEMA_VERSION, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
@@ -58,9 +58,7 @@ def _catch_up(self: SQLiteBackend, rev: int):
     for (mid,) in db.execute("SELECT id FROM tombstones WHERE rev > ?", (self.rev,)): ix.remove(mid)
     # a full load follows insertion order; later catch-ups follow (rev, seq), which is the same order for new rows
     if ix.n == 0:
-        got = db.execute(f"SELECT seq, {_COLUMNS} FROM memories ORDER BY seq").fetchall()
-        ix.load([r[1:] for r in got])
-        self._seq = np.fromiter((r[0] for r in got), np.int64, len(got))
+        got = self._load_all(rev)
         self._pending = set(range(len(got))) if getattr(self, "ann", None) is not None else set()  # a graph built on an empty store lacks them all
     else:
         for r in db.execute(f"SELECT seq, {_COLUMNS} FROM memories WHERE rev > ? ORDER BY rev, seq", (self.rev,)): self._track(r[0], r[1:])
@@ -85,6 +83,24 @@ def refresh(self: SQLiteBackend) -> str:
 def changed(self: SQLiteBackend) -> bool:
     "True when another connection committed since the last `refresh`."
     return self.db.execute("PRAGMA data_version").fetchone()[0] != self._data_version
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #9db9a121
+@patch
+def _load_all(self: SQLiteBackend, rev: int) -> list:
+    "Fill the empty mirror from every row (returns their `(seq,)` tuples): the vectors memory-mapped from the saved mirror file when it holds exactly these rows at a revision ≤ `rev` (rows changed after it re-read), else read from the rows."
+    db, ix = self.db, self.index
+    E, seqs, stamp = restore_vectors(self.path, self.dim)
+    if E is not None:
+        now = np.array([s for s, in db.execute("SELECT seq FROM memories ORDER BY seq")], np.int64)
+        if stamp["rev"] > rev or len(now) != len(seqs) or not np.array_equal(now, seqs): E = None  # never trusted
+    cols = _COLUMNS if E is None else _COLUMNS.replace("embedding", "NULL")
+    got = db.execute(f"SELECT seq, {cols} FROM memories ORDER BY seq").fetchall()
+    ix.load([r[1:] for r in got], vectors=E)
+    self._seq = np.fromiter((r[0] for r in got), np.int64, len(got))
+    self._mirror_rev = None if E is None else stamp["rev"]
+    later = db.execute("SELECT seq, embedding FROM memories WHERE rev > ?", (stamp["rev"],)).fetchall() if E is not None else []
+    if later: ix.E[self._rows_of([s for s, _ in later])] = np.frombuffer(b"".join(v for _, v in later), np.float32).reshape(-1, self.dim)
+    return got
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #a6169693
 @patch
@@ -384,9 +400,14 @@ def _absorb(self: SQLiteBackend):
 @patch
 def save_index(self: SQLiteBackend, force: bool = False):
     "Bring the graph up to date and save it stamped with the current revision (when it changed since it was opened, or `force`)."
-    if self.ann is None or self.readonly or self.immutable or (self.ann.viewed and not force): return
-    self._absorb()
-    self.ann.save(self.path, self.rev)
+    if self.ann is None or self.readonly or self.immutable: return
+    if self.ann.viewed and not force and getattr(self, "_mirror_rev", None) is not None: return  # nothing new, mirror file there
+    if force or not self.ann.viewed: self._absorb(); self.ann.save(self.path, self.rev)
+    ix = self.index
+    live = np.fromiter(sorted(ix.pos.values()), np.int64, len(ix.pos))
+    full = len(live) == ix.n  # no erased slots: the matrix as it is
+    save_vectors(self.path, ix.E[:ix.n] if full else ix.E[live], self._seq[:ix.n] if full else self._seq[live], self.rev)
+    self._mirror_rev = self.rev
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #a5c3a4d7
 @patch
@@ -446,9 +467,12 @@ def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int)
 @patch
 def shortlist(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int, balanced: bool = False) -> np.ndarray:
     "The rows among `allowed` whose exact top-K is the answer: every allowed row below the size threshold, else the graph's short list (balanced: one joint list, a store's own list only where the joint one holds under twice its quota)."
+    st, few = self.index.store[:self.index.n], max(self.prefilter_rows, 40, OVERSAMPLE * K)
+    if balanced and np.count_nonzero(allowed) <= 2 * few and np.bincount(st[allowed], minlength=len(STORES)).max() <= few:
+        return np.flatnonzero(allowed)  # each store few enough to pre-filter: every allowed row
     rows = self._graph_rows(q, allowed, K)
     if not balanced or len(rows) == np.count_nonzero(allowed): return rows  # unbalanced, or every allowed row already
-    st, half = self.index.store[:self.index.n], [K // 2, K - K // 2]
+    half = [K // 2, K - K // 2]
     have = np.bincount(st[rows], minlength=len(STORES))
     if all(have[s] >= 2 * half[s] for s in range(len(STORES))): return rows  # both stores hold ≥ K/2 rows, so the quota is K/2 each
     sizes = np.bincount(st[allowed], minlength=len(STORES))

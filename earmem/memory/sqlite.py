@@ -50,6 +50,24 @@ class SQLiteBackend:
     def _meta(self, key: str) -> str: return self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()[0]
     def _set_meta(self, key: str, value): self.db.execute("UPDATE meta SET value=? WHERE key=?", (str(value), key))
 
+# %% ../../nbs/memory/20a_sqlite.ipynb #9db9a121
+@patch
+def _load_all(self: SQLiteBackend, rev: int) -> list:
+    "Fill the empty mirror from every row (returns their `(seq,)` tuples): the vectors memory-mapped from the saved mirror file when it holds exactly these rows at a revision ≤ `rev` (rows changed after it re-read), else read from the rows."
+    db, ix = self.db, self.index
+    E, seqs, stamp = restore_vectors(self.path, self.dim)
+    if E is not None:
+        now = np.array([s for s, in db.execute("SELECT seq FROM memories ORDER BY seq")], np.int64)
+        if stamp["rev"] > rev or len(now) != len(seqs) or not np.array_equal(now, seqs): E = None  # never trusted
+    cols = _COLUMNS if E is None else _COLUMNS.replace("embedding", "NULL")
+    got = db.execute(f"SELECT seq, {cols} FROM memories ORDER BY seq").fetchall()
+    ix.load([r[1:] for r in got], vectors=E)
+    self._seq = np.fromiter((r[0] for r in got), np.int64, len(got))
+    self._mirror_rev = None if E is None else stamp["rev"]
+    later = db.execute("SELECT seq, embedding FROM memories WHERE rev > ?", (stamp["rev"],)).fetchall() if E is not None else []
+    if later: ix.E[self._rows_of([s for s, _ in later])] = np.frombuffer(b"".join(v for _, v in later), np.float32).reshape(-1, self.dim)
+    return got
+
 # %% ../../nbs/memory/20a_sqlite.ipynb #628383b0
 @patch
 def _catch_up(self: SQLiteBackend, rev: int):
@@ -83,24 +101,6 @@ def refresh(self: SQLiteBackend) -> str:
 def changed(self: SQLiteBackend) -> bool:
     "True when another connection committed since the last `refresh`."
     return self.db.execute("PRAGMA data_version").fetchone()[0] != self._data_version
-
-# %% ../../nbs/memory/20a_sqlite.ipynb #9db9a121
-@patch
-def _load_all(self: SQLiteBackend, rev: int) -> list:
-    "Fill the empty mirror from every row (returns their `(seq,)` tuples): the vectors memory-mapped from the saved mirror file when it holds exactly these rows at a revision ≤ `rev` (rows changed after it re-read), else read from the rows."
-    db, ix = self.db, self.index
-    E, seqs, stamp = restore_vectors(self.path, self.dim)
-    if E is not None:
-        now = np.array([s for s, in db.execute("SELECT seq FROM memories ORDER BY seq")], np.int64)
-        if stamp["rev"] > rev or len(now) != len(seqs) or not np.array_equal(now, seqs): E = None  # never trusted
-    cols = _COLUMNS if E is None else _COLUMNS.replace("embedding", "NULL")
-    got = db.execute(f"SELECT seq, {cols} FROM memories ORDER BY seq").fetchall()
-    ix.load([r[1:] for r in got], vectors=E)
-    self._seq = np.fromiter((r[0] for r in got), np.int64, len(got))
-    self._mirror_rev = None if E is None else stamp["rev"]
-    later = db.execute("SELECT seq, embedding FROM memories WHERE rev > ?", (stamp["rev"],)).fetchall() if E is not None else []
-    if later: ix.E[self._rows_of([s for s, _ in later])] = np.frombuffer(b"".join(v for _, v in later), np.float32).reshape(-1, self.dim)
-    return got
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #a6169693
 @patch

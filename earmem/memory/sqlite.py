@@ -56,13 +56,12 @@ def _load_all(self: SQLiteBackend, rev: int) -> list:
     "Fill the empty mirror from every row (returns their `(seq,)` tuples): the vectors memory-mapped from the saved mirror file when it holds exactly these rows at a revision ≤ `rev` (rows changed after it re-read), else read from the rows."
     db, ix = self.db, self.index
     E, seqs, stamp = restore_vectors(self.path, self.dim)
-    if E is not None:
-        now = np.array([s for s, in db.execute("SELECT seq FROM memories ORDER BY seq")], np.int64)
-        if stamp["rev"] > rev or len(now) != len(seqs) or not np.array_equal(now, seqs): E = None  # never trusted
+    now = np.fromiter((s for s, in db.execute("SELECT seq FROM memories ORDER BY seq")), np.int64)
+    if E is not None and (stamp["rev"] > rev or len(now) != len(seqs) or not np.array_equal(now, seqs)): E = None  # never trusted
     cols = _COLUMNS if E is None else _COLUMNS.replace("embedding", "NULL")
-    got = db.execute(f"SELECT seq, {cols} FROM memories ORDER BY seq").fetchall()
-    ix.load([r[1:] for r in got], vectors=E)
-    self._seq = np.fromiter((r[0] for r in got), np.int64, len(got))
+    got = db.execute(f"SELECT {cols} FROM memories ORDER BY seq").fetchall()
+    ix.load(got, vectors=E)
+    self._seq = now
     self._mirror_rev = None if E is None else stamp["rev"]
     later = db.execute("SELECT seq, embedding FROM memories WHERE rev > ?", (stamp["rev"],)).fetchall() if E is not None else []
     if later: ix.E[self._rows_of([s for s, _ in later])] = np.frombuffer(b"".join(v for _, v in later), np.float32).reshape(-1, self.dim)

@@ -171,7 +171,7 @@ def _cmd_bench(a):
     else:
         rows = bench_postgres(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, clusters=a.clusters, url=a.url,
                               ef_search=tuple(a.ef_search), maintenance_work_mem=a.maintenance_work_mem,
-                              hnsw_m=a.hnsw_m, hnsw_ef_construction=a.hnsw_ef_construction)
+                              hnsw_m=a.hnsw_m, hnsw_ef_construction=a.hnsw_ef_construction, progress=not a.quiet)
         if not a.json: print(bench_table(rows)); return
     print(json.dumps(rows, indent=1))
 

@@ -148,7 +148,7 @@ with open(log, "a") as f:
 
 
 def _crash_trial(path: Path, trial: int, rng: random.Random) -> tuple:
-    "One SIGKILL: (committed ids the worker logged, found after reopening, graph answers == exact)."
+    "One SIGKILL: (committed ids the worker logged, found after reopening, every graph answer a stored row, recall@10 of the graph against exact)."
     log = path.parent / f"t{trial}.log"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.Popen([sys.executable, "-c", _WORKER, str(path), str(trial), str(log)], env=env)
@@ -161,12 +161,13 @@ def _crash_trial(path: Path, trial: int, rng: random.Random) -> tuple:
     b = s._backend
     found = sum(b.has(x) for x in committed)
     qs = np.stack([b.index.E[b.index.pos[x]] for x in rng.sample(committed, min(10, len(committed)))]) if committed else np.zeros((0, 32))
-    consistent = True
+    stored, recall = True, []
     for q in qs:
-        got = [b.index.ids[r] for r in b.candidates(q, 10)[0]]
-        consistent &= got == _exact_ids(b, q, 10) and all(b.row(i) is not None for i in got)
+        got, want = [b.index.ids[r] for r in b.candidates(q, 10)[0]], _exact_ids(b, q, 10)
+        stored &= all(b.row(i) is not None for i in got)
+        recall.append(len(set(got) & set(want)) / len(want))
     s.close()
-    return len(committed), found, consistent
+    return len(committed), found, stored, float(np.mean(recall)) if recall else 1.0
 
 
 @pytest.mark.slow
@@ -174,10 +175,12 @@ def test_sigkill_during_adds_with_graph(tmp_path):
     trials = int(os.environ.get("EARMEM_INDEX_CRASH_TRIALS", 10))
     path, rng = tmp_path / "crash", random.Random(0)
     s = _store(path); s.close()
-    committed = found = consistent = 0
+    committed = found = consistent = 0; recalls = []
     for t in range(trials):
-        c, f, ok = _crash_trial(path, t, rng)
-        committed += c; found += f; consistent += ok
-        print(f"\rSIGKILL trial {t + 1}/{trials}: committed {committed}, found {found}, graph consistent {consistent}/{t + 1}", end="", flush=True)
+        c, f, ok, rec = _crash_trial(path, t, rng)
+        committed += c; found += f; consistent += ok; recalls.append(rec)
+        print(f"\rSIGKILL trial {t + 1}/{trials}: committed {committed}, found {found}, graph answers all stored {consistent}/{t + 1}, "
+              f"recall@10 mean {np.mean(recalls):.3f} min {min(recalls):.2f}", end="", flush=True)
     print()
-    assert committed > 0 and found == committed and consistent == trials
+    # the graph is approximate: a miss is a recall question (the target is >= 0.95), never a row that does not exist
+    assert committed > 0 and found == committed and consistent == trials and np.mean(recalls) >= 0.95

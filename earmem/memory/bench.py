@@ -89,18 +89,18 @@ def synthetic_vectors(n: int, dim: int, rng, centers: np.ndarray | None = None) 
     return unit_rows(centers[rng.integers(len(centers), size=n)] + rng.standard_normal((n, dim)) / np.sqrt(dim)).astype(np.float32)
 
 # %% ../../nbs/memory/26_bench.ipynb #3c5457fa
-def _latency(fn, Q: np.ndarray) -> tuple:
-    "(results, p50 ms, p95 ms) of fn(q) over the queries, after one warm-up call."
+def _latency(fn, Q: np.ndarray, desc: str | None = None) -> tuple:
+    "(results, p50 ms, p95 ms) of fn(q) over the queries, after one warm-up call; a progress bar named `desc` when given."
     fn(Q[0]); out, ts = [], []
-    for q in Q:
+    for q in tqdm(Q, desc=desc, disable=desc is None, leave=False):
         t0 = time.perf_counter(); out.append(fn(q)); ts.append(time.perf_counter() - t0)
     return out, round(1000 * float(np.median(ts)), 2), round(1000 * float(np.percentile(ts, 95)), 2)
 
 # %% ../../nbs/memory/26_bench.ipynb #4625ecde
-def _bench_load(b: PostgresBackend, n: int, dim: int, rng, centers=None, chunk: int = 10_000) -> tuple:
+def _bench_load(b: PostgresBackend, n: int, dim: int, rng, centers=None, chunk: int = 10_000, progress: bool = False) -> tuple:
     "Fill `b`'s namespace with `n` synthetic rows by COPY; (all vectors, seconds)."
     E, t = np.zeros((n, dim), np.float32), 0.0
-    for i0 in range(0, n, chunk):
+    for i0 in tqdm(range(0, n, chunk), desc=f"fill {b.namespace} {n:,}", disable=not progress, leave=False):
         V = synthetic_vectors(min(chunk, n - i0), dim, rng, centers); E[i0:i0 + len(V)] = V
         rows = _synthetic_rows(i0, V, zipf_texts(rng, len(V)))
         t0 = time.perf_counter()
@@ -133,10 +133,12 @@ def _index_sizes(b: PostgresBackend) -> dict:
     return {"hnsw_mb": round(size("memories_hnsw") / 2**20, 1), "table_mb": round(size("memories") / 2**20, 1),
             "total_mb": round(total / 2**20, 1)}
 
-def _build_hnsw(b: PostgresBackend, maintenance_work_mem: str) -> float:
-    "Seconds to build the HNSW index over the loaded rows (then ANALYZE)."
+def _build_hnsw(b: PostgresBackend, maintenance_work_mem: str, progress: bool = False) -> float:
+    "Seconds to build the HNSW index over the loaded rows (then ANALYZE); one step of a progress bar (the server builds it in one statement)."
     b._q(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
-    t0 = time.perf_counter(); b._q(HNSW_INDEX.format(s=b.schema, **b.hnsw)); t = time.perf_counter() - t0
+    with tqdm(total=1, desc="HNSW build", disable=not progress, leave=False) as bar:
+        t0 = time.perf_counter(); b._q(HNSW_INDEX.format(s=b.schema, **b.hnsw)); t = time.perf_counter() - t0
+        bar.update()
     b._q("ANALYZE {s}.memories")
     return t
 
@@ -148,39 +150,39 @@ def _server_ms(b: PostgresBackend, Q: np.ndarray, K: int) -> float:
     return round(float(np.median([b._q(sql, (*params, q, K)).fetchone()[0][0]["Execution Time"] for q in Q])), 2)
 
 # %% ../../nbs/memory/26_bench.ipynb #875b95f3
-def _time_searches(b, tenant, ix, tix, Q, T, K, ef_search) -> dict:
+def _time_searches(b, tenant, ix, tix, Q, T, K, ef_search, progress: bool = False) -> dict:
     "Latency and recall@10 of each search at each ef_search, the exact in-memory scan's latency, and hybrid search with texts `T`."
     pairs = _searchers(b, ix, K)
     pairs["tenant"] = _searchers(tenant, tix, K)["plain"]
     truth, out = {}, {"sqlite_index": {}}
     for name, (_, exact) in pairs.items():
-        truth[name], p50, p95 = _latency(exact, Q)
+        truth[name], p50, p95 = _latency(exact, Q, f"exact {name}" if progress else None)
         out["sqlite_index"][name] = {"p50_ms": p50, "p95_ms": p95}
     for ef in ef_search:
         for x in (b, tenant): x.ef_search = ef; x._q(f"SET hnsw.ef_search = {ef}")
         out[f"ef_search={ef}"] = {}
         for name, (pg, _) in pairs.items():
-            got, p50, p95 = _latency(pg, Q)
+            got, p50, p95 = _latency(pg, Q, f"queries {name}, ef {ef}" if progress else None)
             rec = np.mean([len(set(g[:10]) & set(t[:10])) / max(1, len(t[:10])) for g, t in zip(got, truth[name])])
             out[f"ef_search={ef}"][name] = {"p50_ms": p50, "p95_ms": p95, "recall@10": round(float(rec), 4)}
         out[f"ef_search={ef}"]["plain"]["server_ms"] = _server_ms(b, Q[:20], K)
         hybrid = lambda i: b.hybrid_candidates(Q[i], T[i], K, StoreConfig().lexical_weight)
-        out[f"ef_search={ef}"]["hybrid_text"] = dict(zip(("p50_ms", "p95_ms"), _latency(hybrid, range(len(Q)))[1:]))
+        out[f"ef_search={ef}"]["hybrid_text"] = dict(zip(("p50_ms", "p95_ms"), _latency(hybrid, range(len(Q)), f"queries hybrid, ef {ef}" if progress else None)[1:]))
     return out
 
 # %% ../../nbs/memory/26_bench.ipynb #7e393cb8
 def _bench_one(url: str, n: int, dim: int, tenants: int, per_tenant: int, n_queries: int, K: int, ef_search, rng,
-               maintenance_work_mem: str, clusters: int, hnsw: dict) -> dict:
+               maintenance_work_mem: str, clusters: int, hnsw: dict, progress: bool = False) -> dict:
     "Load, index and search one synthetic store of `n` memories in a fresh schema."
     schema, centers = f"earmem_bench_{n}", synthetic_vectors(clusters, dim, rng) if clusters else None
     b = PostgresBackend(url, dim, "main", schema=schema, hnsw_m=hnsw["m"], hnsw_ef_construction=hnsw["ef_construction"])
     b._q("DROP INDEX {s}.memories_hnsw")
-    E, t_load = _bench_load(b, n - tenants * per_tenant, dim, rng, centers)
+    E, t_load = _bench_load(b, n - tenants * per_tenant, dim, rng, centers, progress=progress)
     n_main = len(E)
     for t in range(tenants):
         x = PostgresBackend(url, dim, f"tenant{t}", schema=schema)
         Et, _ = _bench_load(x, per_tenant, dim, rng, centers); x.close()
-    t_build = _build_hnsw(b, maintenance_work_mem)
+    t_build = _build_hnsw(b, maintenance_work_mem, progress)
     V = synthetic_vectors(1000, dim, rng, centers)
     t0 = time.perf_counter()
     with b.write() as rev: b.insert(_synthetic_rows(len(E), V), rev)
@@ -190,7 +192,7 @@ def _bench_one(url: str, n: int, dim: int, tenants: int, per_tenant: int, n_quer
     Q = synthetic_vectors(n_queries, dim, rng, centers)
     res = {"memories": n, "clusters": clusters, "hnsw": dict(b.hnsw), "main": len(E), "tenants": tenants, "per_tenant": per_tenant, "dim": dim,
            "load_per_s": round(n_main / t_load), "hnsw_build_s": round(t_build, 1), "marginal_add_per_s": round(1000 / t_more),
-           **_index_sizes(b), **_time_searches(b, tenant, _mirror(E), _mirror(Et), Q, zipf_texts(rng, n_queries, 6), K, ef_search)}
+           **_index_sizes(b), **_time_searches(b, tenant, _mirror(E), _mirror(Et), Q, zipf_texts(rng, n_queries, 6), K, ef_search, progress)}
     b._q("DROP SCHEMA {s} CASCADE"); b.close(); tenant.close()
     return res
 
@@ -198,7 +200,7 @@ def _bench_one(url: str, n: int, dim: int, tenants: int, per_tenant: int, n_quer
 def bench_postgres(sizes: Sequence[int] = (100_000, 1_000_000), dim: int = 384, n_queries: int = 200, K: int = 20,
                    ef_search: Sequence[int] = (100, 200, 400), tenants: int = 100, tenant_share: float = 0.1, seed: int = 0,
                    clusters: int = 0, url: str | None = None, folder: str | Path | None = None,
-                   maintenance_work_mem: str = "2GB", hnsw_m: int = 24, hnsw_ef_construction: int = 128) -> list:
+                   maintenance_work_mem: str = "2GB", hnsw_m: int = 24, hnsw_ef_construction: int = 128, progress: bool = False) -> list:
     "Load / index / search figures of synthetic PostgreSQL stores of each size (a throwaway embedded server unless `url`)."
     if not re.fullmatch(r"\d+(kB|MB|GB)", maintenance_work_mem):
         raise ValueError(f"maintenance_work_mem: expected a size like '2GB', got {maintenance_work_mem!r}")
@@ -211,7 +213,7 @@ def bench_postgres(sizes: Sequence[int] = (100_000, 1_000_000), dim: int = 384, 
     try:
         return [_bench_one(url, n, dim, tenants, max(1, int(n * tenant_share) // max(1, tenants)), n_queries, K,
                            ef_search, rng, maintenance_work_mem, clusters,
-                           dict(m=hnsw_m, ef_construction=hnsw_ef_construction)) for n in sizes]
+                           dict(m=hnsw_m, ef_construction=hnsw_ef_construction), progress) for n in sizes]
     finally:
         if server is not None: server.cleanup(); shutil.rmtree(tmp, ignore_errors=True)
 

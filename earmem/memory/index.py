@@ -11,7 +11,8 @@ from fastcore.basics import patch
 from ..core import atomic_write_json
 
 # %% auto #0
-__all__ = ['INDEX_FILE', 'STAMP_FILE', 'VectorIndex', 'read_stamp']
+__all__ = ['INDEX_FILE', 'STAMP_FILE', 'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VectorIndex', 'read_stamp',
+           'save_vectors', 'restore_vectors']
 
 # %% ../../nbs/memory/19a_index.ipynb #f0e09212
 INDEX_FILE = "vectors.usearch"  # the graph, in the store folder
@@ -119,3 +120,31 @@ def restore(cls: VectorIndex, folder: Path, dim: int) -> tuple:
     if graph is None or graph.ndim != dim or len(graph) != stamp["count"]: return None, "corrupt"
     vi = cls(dim, stamp["dtype"]); vi.graph, vi.viewed, vi.path = graph, True, path
     return vi, stamp
+
+# %% ../../nbs/memory/19a_index.ipynb #958dce85
+MIRROR_FILE, MIRROR_SEQ_FILE, MIRROR_STAMP_FILE = "mirror.f32.npy", "mirror.seq.npy", "mirror.json"
+
+def save_vectors(folder: Path, E: np.ndarray, seq: np.ndarray, rev: int) -> dict:
+    "Write the mirror's vectors `E` and their `seq`s (reflecting revision `rev`) atomically into `folder`; returns the stamp."
+    folder, pid = Path(folder), os.getpid()
+    out = {}
+    for name, a in ((MIRROR_FILE, np.ascontiguousarray(E, np.float32)), (MIRROR_SEQ_FILE, np.ascontiguousarray(seq, np.int64))):
+        tmp = folder / f".{name}.{pid}.tmp"
+        with open(tmp, "wb") as f: np.save(f, a); f.flush(); os.fsync(f.fileno())
+        os.replace(tmp, folder / name); out[name] = (folder / name).stat().st_size
+    stamp = {"rev": int(rev), "count": len(seq), "dim": int(E.shape[1]), "bytes": out[MIRROR_FILE], "seq_bytes": out[MIRROR_SEQ_FILE]}
+    atomic_write_json(folder / MIRROR_STAMP_FILE, stamp)
+    return stamp
+
+def restore_vectors(folder: Path, dim: int) -> tuple:
+    "(copy-on-write memory-mapped vectors, their seqs, stamp) saved in `folder`, or (None, None, why) when missing or not matching the stamp."
+    folder = Path(folder)
+    try: stamp = json.loads((folder / MIRROR_STAMP_FILE).read_text())
+    except (OSError, ValueError): return None, None, "missing"
+    try:
+        if (folder / MIRROR_FILE).stat().st_size != stamp["bytes"] or (folder / MIRROR_SEQ_FILE).stat().st_size != stamp["seq_bytes"]:
+            return None, None, "does not match its stamp"
+        E, seq = np.load(folder / MIRROR_FILE, mmap_mode="c"), np.load(folder / MIRROR_SEQ_FILE)
+    except (OSError, ValueError, KeyError, TypeError): return None, None, "corrupt"
+    if E.dtype != np.float32 or E.shape != (stamp["count"], dim) or seq.shape != (stamp["count"],): return None, None, "corrupt"
+    return np.asarray(E), seq, stamp

@@ -11,8 +11,8 @@ from fastcore.basics import patch
 from ..core import atomic_write_json
 import numpy as np
 from tqdm.auto import tqdm
-from .index import VectorIndex
-from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, within_budget
+from .index import VectorIndex, restore_vectors, save_vectors
+from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
 from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS, FTS_SCHEMA, KEEP_CHECKPOINTS, LEARNER_DIR,
     MANIFEST_NAME, RECORD_COLUMNS, SCHEMA, SCHEMA_VERSION, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
     check_finite_learner, check_manifest, fsync_tree, learner_seq, read_manifest, _CHECKPOINT)
@@ -53,6 +53,23 @@ class SQLiteBackend:
     def _meta(self, key: str) -> str: return self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()[0]
     def _set_meta(self, key: str, value): self.db.execute("UPDATE meta SET value=? WHERE key=?", (str(value), key))
 
+# %% ../../nbs/memory/20a_sqlite.ipynb #9db9a121
+@patch
+def _load_all(self: SQLiteBackend, rev: int) -> list:
+    "Fill the empty mirror from every row (returns their `(seq,)` tuples): the vectors memory-mapped from the saved mirror file when it holds exactly these rows at a revision ≤ `rev` (rows changed after it re-read), else read from the rows."
+    db, ix = self.db, self.index
+    E, seqs, stamp = restore_vectors(self.path, self.dim)
+    now = np.fromiter((s for s, in db.execute("SELECT seq FROM memories ORDER BY seq")), np.int64)
+    if E is not None and (stamp["rev"] > rev or len(now) != len(seqs) or not np.array_equal(now, seqs)): E = None  # never trusted
+    cols = _COLUMNS if E is None else _COLUMNS.replace("embedding", "NULL")
+    got = db.execute(f"SELECT {cols} FROM memories ORDER BY seq").fetchall()
+    ix.load(got, vectors=E)
+    self._seq = now
+    self._mirror_rev = None if E is None else stamp["rev"]
+    later = db.execute("SELECT seq, embedding FROM memories WHERE rev > ?", (stamp["rev"],)).fetchall() if E is not None else []
+    if later: ix.E[self._rows_of([s for s, _ in later])] = np.frombuffer(b"".join(v for _, v in later), np.float32).reshape(-1, self.dim)
+    return got
+
 # %% ../../nbs/memory/20a_sqlite.ipynb #628383b0
 @patch
 def _catch_up(self: SQLiteBackend, rev: int):
@@ -61,9 +78,7 @@ def _catch_up(self: SQLiteBackend, rev: int):
     for (mid,) in db.execute("SELECT id FROM tombstones WHERE rev > ?", (self.rev,)): ix.remove(mid)
     # a full load follows insertion order; later catch-ups follow (rev, seq), which is the same order for new rows
     if ix.n == 0:
-        got = db.execute(f"SELECT seq, {_COLUMNS} FROM memories ORDER BY seq").fetchall()
-        ix.load([r[1:] for r in got])
-        self._seq = np.fromiter((r[0] for r in got), np.int64, len(got))
+        got = self._load_all(rev)
         self._pending = set(range(len(got))) if getattr(self, "ann", None) is not None else set()  # a graph built on an empty store lacks them all
     else:
         for r in db.execute(f"SELECT seq, {_COLUMNS} FROM memories WHERE rev > ? ORDER BY rev, seq", (self.rev,)): self._track(r[0], r[1:])
@@ -406,9 +421,14 @@ def _absorb(self: SQLiteBackend):
 @patch
 def save_index(self: SQLiteBackend, force: bool = False):
     "Bring the graph up to date and save it stamped with the current revision (when it changed since it was opened, or `force`)."
-    if self.ann is None or self.readonly or self.immutable or (self.ann.viewed and not force): return
-    self._absorb()
-    self.ann.save(self.path, self.rev)
+    if self.ann is None or self.readonly or self.immutable: return
+    if self.ann.viewed and not force and getattr(self, "_mirror_rev", None) is not None: return  # nothing new, mirror file there
+    if force or not self.ann.viewed: self._absorb(); self.ann.save(self.path, self.rev)
+    ix = self.index
+    live = np.fromiter(sorted(ix.pos.values()), np.int64, len(ix.pos))
+    full = len(live) == ix.n  # no erased slots: the matrix as it is
+    save_vectors(self.path, ix.E[:ix.n] if full else ix.E[live], self._seq[:ix.n] if full else self._seq[live], self.rev)
+    self._mirror_rev = self.rev
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #a5c3a4d7
 @patch
@@ -440,7 +460,7 @@ def build_index(self: SQLiteBackend, progress: bool | None = None) -> int:
 @patch
 def _use_graph(self: SQLiteBackend) -> bool:
     "Whether searches go through the graph now (≥ `approx_min_rows` active), opening or catching it up first."
-    if self.approx_min_rows is None or int(self.index.active[:self.index.n].sum()) < self.approx_min_rows: return False
+    if self.approx_min_rows is None or np.count_nonzero(self.index.active[:self.index.n]) < self.approx_min_rows: return False
     if self.ann is None and not self._open_graph(): return False
     if len(self._pending) > PENDING_MAX: self._absorb()
     return True
@@ -455,23 +475,31 @@ def _pending_rows(self: SQLiteBackend, allowed: np.ndarray) -> np.ndarray:
 @patch
 def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int) -> np.ndarray:
     "Rows among `allowed` to score exactly: all when few pass (pre-filter), else the graph's nearest passing plus the pending."
-    rows = np.flatnonzero(allowed)
-    want = max(40, OVERSAMPLE * K)
-    if len(rows) <= max(self.prefilter_rows, want) or not self._use_graph(): return rows
+    count, want = np.count_nonzero(allowed), max(40, OVERSAMPLE * K)
+    if count <= max(self.prefilter_rows, want) or not self._use_graph(): return np.flatnonzero(allowed)
     def passes(keys):
         p = self._rows_of(keys); ok = p >= 0
         ok[ok] = allowed[p[ok]]
         return ok
-    keys = self.ann.search(q, want, allowed=passes, start=int(want * self.index.n / len(rows)))
-    if keys is None: return rows
+    keys = self.ann.search(q, want, allowed=passes, start=int(want * self.index.n / count))
+    if keys is None: return np.flatnonzero(allowed)
     return np.union1d(self._rows_of(keys), self._pending_rows(allowed))
 
 @patch
 def shortlist(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int, balanced: bool = False) -> np.ndarray:
-    "The rows among `allowed` whose exact top-K is the answer: every allowed row below the size threshold, else the graph's short list (per store when `balanced`)."
-    if not balanced: return self._graph_rows(q, allowed, K)
-    st = self.index.store[:self.index.n]
-    return np.union1d(*[self._graph_rows(q, allowed & (st == s), K) for s in range(len(STORES))])
+    "The rows among `allowed` whose exact top-K is the answer: every allowed row below the size threshold, else the graph's short list (balanced: one joint list, a store's own list only where the joint one holds under twice its quota)."
+    st, few = self.index.store[:self.index.n], max(self.prefilter_rows, 40, OVERSAMPLE * K)
+    if balanced and np.count_nonzero(allowed) <= 2 * few and np.bincount(st[allowed], minlength=len(STORES)).max() <= few:
+        return np.flatnonzero(allowed)  # each store few enough to pre-filter: every allowed row
+    rows = self._graph_rows(q, allowed, K)
+    if not balanced or len(rows) == np.count_nonzero(allowed): return rows  # unbalanced, or every allowed row already
+    half = [K // 2, K - K // 2]
+    have = np.bincount(st[rows], minlength=len(STORES))
+    if all(have[s] >= 2 * half[s] for s in range(len(STORES))): return rows  # both stores hold ≥ K/2 rows, so the quota is K/2 each
+    sizes = np.bincount(st[allowed], minlength=len(STORES))
+    quota = store_quota(sizes.tolist(), K)
+    short = [s for s in range(len(STORES)) if have[s] < min(sizes[s], 2 * quota[s])]
+    return np.union1d(rows, np.concatenate([rows[:0], *[self._graph_rows(q, allowed & (st == s), K) for s in short]]))
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #361bd7f6
 DEDUPE_NEIGHBOURS = 16  # graph neighbours of a new memory that the dedupe rule scores exactly

@@ -88,16 +88,18 @@ def _index_entities(self: _Index, p: int, add: bool = True):
 
 # %% ../../nbs/memory/19_vectors.ipynb #d9f3767d
 @patch
-def load(self: _Index, rows: list):
-    "Fill an empty index from all rows (`MemoryRow`s, or tuples in `COLUMNS` order) at once; vectorised, so opening a 100k store stays fast."
+def load(self: _Index, rows: list, vectors: np.ndarray | None = None):
+    "Fill an empty index from all rows (`MemoryRow`s, or tuples in `COLUMNS` order) at once; vectorised, so opening a 100k store stays fast. `vectors`: the (n, dim) matrix to use as is (e.g. memory-mapped) instead of the rows' embeddings."
     if not rows: return
     cols, n = MemoryRow(*zip(*rows)), len(rows)
     cap = max(256, 1 << (n - 1).bit_length())
-    blob = b"".join(cols.embedding)
-    if len(blob) != 4 * self.dim * n:
-        raise ValueError(f"path: some stored embeddings are not {self.dim}-dimensional; the database is corrupted")
-    self.E = np.zeros((cap, self.dim), np.float32)
-    self.E[:n] = np.frombuffer(blob, np.float32).reshape(n, self.dim)
+    if vectors is not None: self.E = vectors  # grown (copied) by the first new row
+    else:
+        blob = b"".join(cols.embedding)
+        if len(blob) != 4 * self.dim * n:
+            raise ValueError(f"path: some stored embeddings are not {self.dim}-dimensional; the database is corrupted")
+        self.E = np.zeros((cap, self.dim), np.float32)
+        self.E[:n] = np.frombuffer(blob, np.float32).reshape(n, self.dim)
     self._bf16 = None
     for k, t in self.ARRAYS.items(): setattr(self, k, np.zeros(cap, t))
     self.active[:n] = np.array(cols.status) == "active"
@@ -105,9 +107,13 @@ def load(self: _Index, rows: list):
     self.store[:n] = [STORES.index(x) for x in cols.store]
     for k in ("importance", "confidence", "created", "accessed", "count"): getattr(self, k)[:n] = getattr(cols, k)
     self.ids, self.texts, self.sources, self.metadata = list(cols.id), list(cols.text), list(cols.source), list(cols.metadata)
-    self.entities = [tuple(json.loads(e)) for e in cols.entities]
+    parsed, groups = {}, {}  # each distinct entity list parsed once; rows grouped by it
+    for p, e in enumerate(cols.entities): groups.setdefault(e, []).append(p)
+    for e, ps in groups.items():
+        parsed[e] = tuple(json.loads(e))
+        for name in parsed[e]: self.by_entity.setdefault(name.casefold(), set()).update(ps)
+    self.entities = [parsed[e] for e in cols.entities]
     self.pos = {mid: p for p, mid in enumerate(self.ids)}
-    for p in range(n): self._index_entities(p)
     self.n = n
 
 # %% ../../nbs/memory/19_vectors.ipynb #44dc9660

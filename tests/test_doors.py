@@ -44,3 +44,25 @@ def test_servers_refuse_open_binds_without_keys(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="API key is required"): serve_http(tmp_path / "m", host="0.0.0.0")
     with pytest.raises(ValueError, match="API key is required"): serve_mcp(tmp_path / "m", transport="http", host="0.0.0.0")
     assert not (tmp_path / "m").exists()   # refused before anything was opened
+
+def test_stdio_answers_every_malformed_line(tmp_path):
+    "Over stdio every line gets an answer: JSON-RPC's -32700 / -32600 for what the SDK cannot read, the SDK's own for the rest."
+    import json, os, select, subprocess, sys
+    p = subprocess.Popen([sys.executable, "-m", "earmem.serve.mcp", "--store", str(tmp_path / "m")], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    def ask(line):
+        p.stdin.write(line + "\n"); p.stdin.flush()
+        ready, _, _ = select.select([p.stdout], [], [], 120)
+        return json.loads(p.stdout.readline()) if ready else None
+    try:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        assert ask(json.dumps(init))["id"] == 1
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        assert ask("{not json")["error"]["code"] == -32700
+        assert ask('{"jsonrpc": "2.0", "id": 2}') == {"jsonrpc": "2.0", "id": 2, "error": {"code": -32600, "message": "Invalid request: a request needs a method (a string)"}}
+        assert ask("[1, 2]")["error"]["code"] == -32600
+        assert ask('{"jsonrpc": "1.0", "id": 6, "method": "ping"}')["id"] == 6
+        assert ask('{"jsonrpc": "2.0", "id": 7, "method": "ping"}') == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    finally:
+        p.kill(); p.wait(30)

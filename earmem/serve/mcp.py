@@ -16,8 +16,8 @@ import earmem.memory.chat  # noqa: F401  (files MemoryStore.add_messages, the ad
 from .access import clean_message, load_keys, protect, require_keys
 
 # %% auto #0
-__all__ = ['MCP_TOOLS', 'require', 'mcp_tool', 'build_mcp_server', 'serve_mcp', 'main', 'show_transcript', 'stdio_transcript',
-           'MemoryTools', 'TOOL_NAMES', 'record_json', 'hit_json']
+__all__ = ['MCP_TOOLS', 'require', 'mcp_tool', 'build_mcp_server', 'jsonrpc_problem', 'serve_mcp', 'main', 'show_transcript',
+           'stdio_transcript', 'MemoryTools', 'TOOL_NAMES', 'record_json', 'hit_json']
 
 # %% ../../nbs/serve/28_mcp.ipynb #9c280001
 _all_ = ["MemoryTools", "TOOL_NAMES", "record_json", "hit_json"]  # the tool layer's names, where they were served from before
@@ -91,6 +91,40 @@ def build_mcp_server(store: MemoryStore | StorePool | MemoryTools | UserTools, n
     server.memory_tools = t
     return server
 
+# %% ../../nbs/serve/28_mcp.ipynb #52b634d0
+def _rpc_error(rid, code: int, message: str) -> dict: return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
+def jsonrpc_problem(line: str) -> dict | None:
+    "The JSON-RPC error response owed to `line` when it is no message the SDK would take (None when it is one)."
+    types = require("mcp.types", "mcp")
+    try: types.jsonrpc_message_adapter.validate_json(line, by_name=False); return None
+    except Exception as e: first = str(e).splitlines()[0][:120]
+    try: msg = json.loads(line)
+    except ValueError as e: return _rpc_error(None, -32700, f"Parse error: {e.msg} at position {e.pos}")
+    if not isinstance(msg, dict): return _rpc_error(None, -32600, "Invalid request: expected one JSON object (batches are not supported)")
+    rid = msg.get("id") if isinstance(msg.get("id"), (str, int)) and not isinstance(msg.get("id"), bool) else None
+    if msg.get("jsonrpc") != "2.0": return _rpc_error(rid, -32600, f"Invalid request: jsonrpc must be '2.0', got {msg.get('jsonrpc')!r:.20}")
+    if not isinstance(msg.get("method"), str): return _rpc_error(rid, -32600, "Invalid request: a request needs a method (a string)")
+    return _rpc_error(rid, -32600, f"Invalid request: {first}")
+
+
+# %% ../../nbs/serve/28_mcp.ipynb #bef6f488
+async def _serve_stdio(server):
+    "Run `server` over stdin/stdout, answering every malformed line with its JSON-RPC error (`jsonrpc_problem`)."
+    import io, sys, anyio
+    stdio = require("mcp.server.stdio", "mcp")
+    out = anyio.wrap_file(io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=True))
+    inp = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    class Checked:  # stdin as the SDK reads it, less the lines answered here
+        async def __aiter__(self):
+            async for line in inp:
+                problem = jsonrpc_problem(line) if line.strip() else None
+                if problem is None and line.strip(): yield line
+                elif problem is not None: await out.write(json.dumps(problem) + "\n")
+    async with stdio.stdio_server(Checked(), out) as (r, w):
+        await server._lowlevel_server.run(r, w, server._lowlevel_server.create_initialization_options())
+
+
 # %% ../../nbs/serve/28_mcp.ipynb #a1f9b6d2
 def serve_mcp(store_path: str | Path, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
               namespace: str | None = None) -> None:
@@ -102,7 +136,7 @@ def serve_mcp(store_path: str | Path, transport: str = "stdio", host: str = "127
     pool = StorePool(store_path, namespace=namespace, on_open=server_guard(authenticated=bool(keys) or transport == "stdio"))  # ch. 23c
     server = build_mcp_server(pool)
     try:
-        if transport == "stdio": server.run("stdio")
+        if transport == "stdio": require("anyio", "mcp").run(_serve_stdio, server)
         else: require("uvicorn", "server").run(protect(server.streamable_http_app(host=host), pool, host=host, keys=keys),
                                                host=host, port=port, log_level="warning")
     finally: pool.close()

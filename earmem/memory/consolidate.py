@@ -22,15 +22,15 @@ __all__ = ['ENCODERS_DIR', 'STORE_PREFIX', 'ENCODER_FIELDS', 'feedback_triples',
            'consolidate_shared']
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #10ef1247
-def feedback_triples(rows: Sequence, text_of: dict) -> tuple:
-    "(triples, rows used): (query, cited text, shown-but-uncited text) for each cited × uncited pair of each logged feedback row."
+def feedback_triples(rows: Sequence, text_of: dict, negatives: int = 1) -> tuple:
+    "(triples, rows used): (query, cited text, shown-but-uncited text) pairing each cited hit with the `negatives` best-ranked uncited ones."
     triples, used = [], 0
     for r in rows:
         if r.candidates is None: continue  # logged before the log kept its slates
         slate = [r.candidates["ids"][p] for p in r.candidates["positions"]]
         pos = [text_of[i] for i, y in zip(slate, r.labels) if y > 0 and i in text_of]
         neg = [text_of[i] for i, y in zip(slate, r.labels) if y <= 0 and i in text_of]
-        new = [(r.query, p, n) for p in pos for n in neg]
+        new = [(r.query, p, n) for p in pos for n in neg[:negatives]]  # the slate is in rank order: hardest first
         triples += new; used += bool(new)
     return triples, used
 
@@ -133,7 +133,7 @@ def _adopt_switch(self: MemoryStore):
         try: atomic_write_json(self.path / MANIFEST_NAME, self.manifest)
         except OSError: pass  # the database's record stays the truth; the file is repaired at the next open
 
-_open_plain, _refresh_plain = MemoryStore._open, MemoryStore._refresh
+_open_plain, _refresh_plain, _query_vector_plain = MemoryStore._open, MemoryStore._refresh, MemoryStore._query_vector
 
 @patch
 def _open(self: MemoryStore, encoder, config, create: bool):
@@ -147,6 +147,13 @@ def _open(self: MemoryStore, encoder, config, create: bool):
 def _refresh(self: MemoryStore):
     "Catch up with every commit (chapter 23), following an encoder switch made by another process."
     _refresh_plain(self); self._adopt_switch()
+
+@patch
+def _query_vector(self: MemoryStore, query) -> tuple:
+    "Chapter 23's (text, unit query embedding), caught up first: a query text is encoded by the encoder of the vectors it will meet."
+    if isinstance(query, str) and self._backend is not None and self._backend.db is not None:
+        with self._lock: self._maybe_refresh()
+    return _query_vector_plain(self, query)
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #6a5ef7f1
 @patch
@@ -207,13 +214,13 @@ def _base_id(self: MemoryStore) -> str:
     return (self.lineage or {}).get("base", self.manifest["encoder"])
 
 @patch
-def _plan(self: MemoryStore, epochs: int, batch_size: int, max_seq_length: int) -> dict:
+def _plan(self: MemoryStore, epochs: int, batch_size: int, max_seq_length: int, negatives: int = 1) -> dict:
     "The log's rows, their triples, the base encoder and the fine-tune key a consolidation would use now."
     b = self._backend
     with self._lock:
         rows, texts = b.feedback_rows(0), self._memory_texts()[0]
-    triples, used = feedback_triples(rows, texts)
-    settings = {"epochs": epochs, "batch_size": batch_size, "max_seq_length": max_seq_length, "lr": 1e-4}
+    triples, used = feedback_triples(rows, texts, negatives)
+    settings = {"epochs": epochs, "batch_size": batch_size, "max_seq_length": max_seq_length, "lr": 1e-4, "negatives": negatives}
     blob = json.dumps([self._base_id(), settings, triples], ensure_ascii=False).encode()
     return {"rows": rows, "texts": texts, "triples": triples, "used": used, "settings": settings,
             "key": "ft-" + hashlib.sha256(blob).hexdigest()[:12], "last_feedback": rows[-1].seq if rows else 0}
@@ -234,7 +241,7 @@ def _estimate(self: MemoryStore, plan: dict, sample: int = 64) -> dict:
     texts = list(plan["texts"].values())[:sample] or ["a memory"]
     base.encode_documents(texts[:2]); t0 = time.perf_counter()  # the first call loads the model: not timed
     base.encode_documents(texts); rate = len(texts) / max(time.perf_counter() - t0, 1e-6)
-    train = 3 * 3 * len(plan["triples"]) * plan["settings"]["epochs"] / rate  # 3 texts a triple, backward ≈ 2 forwards
+    train = 20 + 3 * 6 * len(plan["triples"]) * plan["settings"]["epochs"] / rate  # load + save; 3 texts a triple, a step ≈ 6 encodes (measured)
     embed = len(plan["texts"]) / rate
     return {"memories": len(plan["texts"]), "feedback_rows": len(plan["rows"]), "rows_used": plan["used"],
             "triples": len(plan["triples"]), "encode_per_second": round(rate, 1), "key": plan["key"],
@@ -244,17 +251,17 @@ def _estimate(self: MemoryStore, plan: dict, sample: int = 64) -> dict:
 @patch
 def consolidate(self: MemoryStore,
                 dry_run: bool = False,  # only measure and estimate the cost; nothing is changed
-                epochs: int = 1, batch_size: int = 32, max_seq_length: int = 128,
+                epochs: int = 1, batch_size: int = 32, max_seq_length: int = 128, negatives: int = 1,  # hard negatives per cited hit
                 progress: bool = True, min_triples: int = 1) -> dict:
     "Fine-tune a copy of the base encoder on the feedback log's triples, re-embed every memory, switch the store to it in one commit."
     self._check_open(); self._refuse_url("consolidate")
-    plan = self._plan(epochs, batch_size, max_seq_length)
+    plan = self._plan(epochs, batch_size, max_seq_length, negatives)
     est = self._estimate(plan)
     if dry_run: return {"dry_run": True, **est}
     if len(plan["triples"]) < min_triples:
         raise ValueError(f"feedback: the log gives {len(plan['triples'])} triples (cited, shown-but-uncited pairs); need at least {min_triples}")
     t0, out = time.perf_counter(), self.path / ENCODERS_DIR / plan["key"]
-    trained = train_encoder(_base_folder(self._base_id()), plan["triples"], out, seed=self.config.seed, progress=progress, **plan["settings"] | {"lr": 1e-4})
+    trained = train_encoder(_base_folder(self._base_id()), plan["triples"], out, seed=self.config.seed, progress=progress, epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length)
     enc_id = f"{STORE_PREFIX}{ENCODERS_DIR}/{plan['key']}"
     lineage = {"base": self._base_id(), "key": plan["key"], "feedback_rows": len(plan["rows"]), "rows_used": plan["used"],
                "triples": len(plan["triples"]), "last_feedback": plan["last_feedback"], "at": iso(time.time()), **plan["settings"]}
@@ -304,9 +311,9 @@ def maybe_consolidate(self: MemoryStore, min_new_rows: int = 200, **kwargs) -> d
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #2cafed93
 def consolidate_shared(stores: Sequence[MemoryStore], folder: str | Path, targets: Sequence[MemoryStore] | None = None,
-                       epochs: int = 1, batch_size: int = 32, max_seq_length: int = 128, progress: bool = True) -> dict:
+                       epochs: int = 1, batch_size: int = 32, max_seq_length: int = 128, negatives: int = 1, progress: bool = True) -> dict:
     "Fine-tune one model on the feedback logs of `stores`, save it in `folder`, switch `targets` (default: `stores`) to it."
-    plans = [s._plan(epochs, batch_size, max_seq_length) for s in stores]
+    plans = [s._plan(epochs, batch_size, max_seq_length, negatives) for s in stores]
     bases = {s._base_id() for s in stores} | {s._base_id() for s in targets or ()}
     if len(bases) != 1: raise ValueError(f"stores: they were made with different base encoders {sorted(bases)}; one model cannot serve them")
     triples = [t for p in plans for t in p["triples"]]

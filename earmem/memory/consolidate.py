@@ -173,6 +173,14 @@ def _embed_rows(enc, texts: dict, dim: int, progress: bool = True, batch: int = 
         out.update(zip(chunk, V.astype(np.float32)))
     return out
 
+# %% ../../nbs/memory/23d_consolidate.ipynb #ed255666
+@patch
+def _refuse_url(self: MemoryStore, what: str):
+    "NotImplementedError for a PostgreSQL store (its switch needs new vectors beside the old and an HNSW index built first)."
+    if self.url is not None:
+        raise NotImplementedError(f"{what}: not implemented for the PostgreSQL backend ({self.path}) yet; only folder (SQLite) "
+                                  "stores can consolidate. Nothing was changed")
+
 # %% ../../nbs/memory/23d_consolidate.ipynb #1eb328a1
 @patch
 def _fresh_checkpoint(self: MemoryStore, seq: int) -> str:
@@ -198,14 +206,6 @@ def switch_encoder(self: MemoryStore, enc, encoder_id: str, lineage: dict | None
             self._backend.switch_vectors(vectors, record, self._fresh_checkpoint(self._backend.last_feedback()), rev)
         self._adopt_switch(); self._encoder = enc; self._sync_learner()
     return {"memories": len(vectors), "encode_seconds": round(seconds, 1), "encoder": encoder_id}
-
-# %% ../../nbs/memory/23d_consolidate.ipynb #ed255666
-@patch
-def _refuse_url(self: MemoryStore, what: str):
-    "NotImplementedError for a PostgreSQL store (its switch needs new vectors beside the old and an HNSW index built first)."
-    if self.url is not None:
-        raise NotImplementedError(f"{what}: not implemented for the PostgreSQL backend ({self.path}) yet; only folder (SQLite) "
-                                  "stores can consolidate. Nothing was changed")
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #c2a11789
 @patch

@@ -544,8 +544,9 @@ def add_memory_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 # %% ../nbs/cli/32_commands.ipynb #676e7615
+import earmem.memory.consolidate  # noqa: F401  (files consolidate/revert_encoder, and the encoder of a consolidated store, on MemoryStore: every command needs it)
+
 def _cmd_consolidate(a):
-    import earmem.memory.consolidate  # noqa: F401  (files MemoryStore.consolidate and revert_encoder)
     if a.revert and (a.dry_run or a.if_new is not None): raise ValueError("revert: --revert goes back to the base encoder; it takes no --dry-run or --if-new")
     with _store_from_args(a) as s:
         if a.revert: out = s.revert_encoder(progress=not a.json)

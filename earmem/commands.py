@@ -553,6 +553,34 @@ def add_memory_parser(subparsers) -> argparse.ArgumentParser:
     _add_add_messages(next(x for x in p._actions if isinstance(x, argparse._SubParsersAction)))
     return p
 
+# %% ../nbs/cli/32_commands.ipynb #676e7615
+import earmem.memory.consolidate  # noqa: F401  (files consolidate/revert_encoder, and the encoder of a consolidated store, on MemoryStore: every command needs it)
+
+def _cmd_consolidate(a):
+    if a.revert and (a.dry_run or a.if_new is not None): raise ValueError("revert: --revert goes back to the base encoder; it takes no --dry-run or --if-new")
+    with _store_from_args(a) as s:
+        if a.revert: out = s.revert_encoder(progress=not a.json)
+        elif a.if_new is not None: out = s.maybe_consolidate(a.if_new, progress=not a.json) or {"consolidated": False, "reason": f"fewer than {a.if_new} new feedback rows"}
+        else: out = s.consolidate(dry_run=a.dry_run, epochs=a.epochs, progress=not a.json)
+    _emit(a, out, "\n".join(f"{k}: {v}" for k, v in out.items()))
+
+def _add_consolidate(sub):
+    sp = _command(sub, "consolidate", "fine-tune the store's encoder on its feedback log and switch to it", "Turn the feedback "
+                  "log into (query, cited, shown-but-uncited) triples, fine-tune a copy of the base encoder, re-embed every memory "
+                  "and switch the store to the new model in one commit (readers keep serving meanwhile).", _cmd_consolidate, "the result")
+    sp.add_argument("--dry-run", action="store_true", help="print the measured cost estimate; change nothing")
+    sp.add_argument("--revert", action="store_true", help="go back to the base encoder (re-embeds every memory)")
+    sp.add_argument("--if-new", type=int, default=None, metavar="N", help="consolidate only when N feedback rows arrived since the last time")
+    sp.add_argument("--epochs", type=int, default=1, help="passes over the triples (default 1)")
+
+_memory_parser_before_consolidate = add_memory_parser
+
+def add_memory_parser(subparsers) -> argparse.ArgumentParser:
+    "Add the `memory` command group (… and consolidate) to `subparsers`."
+    p = _memory_parser_before_consolidate(subparsers)
+    _add_consolidate(next(x for x in p._actions if isinstance(x, argparse._SubParsersAction)))
+    return p
+
 # %% ../nbs/cli/32_commands.ipynb #a2286c9b
 _FAULTS = (ValueError, TypeError, KeyError, OSError, ImportError, sqlite3.Error)
 

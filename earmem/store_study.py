@@ -17,7 +17,8 @@ from .memory import MemoryStore, StoreConfig
 
 # %% auto #0
 __all__ = ['STUDY_LEVELS', 'query_split', 'conversation_split', 'study_split', 'study_stores', 'score_store', 'teach_store',
-           'teach_stores', 'percent', 'study_run', 'mean_std', 'summarise', 'store_study', 'format_store_study']
+           'teach_stores', 'percent', 'study_run', 'mean_std', 'summarise', 'store_study', 'format_store_study',
+           'consolidate_stores', 'consolidated_run', 'consolidated_study', 'format_consolidated']
 
 # %% ../nbs/cli/31a_store_study.ipynb #0200184c
 def query_split(bench: Benchmark, test_size: float = 0.2, dev_size: float = 0.2, dev_seed: int = 12) -> dict:
@@ -166,4 +167,63 @@ def format_store_study(report: dict) -> str:
         s = r["summary"]
         lines.append(f"cost ({level}): {s['critic_calls'][0]:.0f} critic calls, {s['feedback_rows'][0]:.0f} feedback rows, "
                      f"{s['minutes'][0]:.1f} ± {s['minutes'][1]:.1f} minutes per seed")
+    return "\n".join(lines)
+
+# %% ../nbs/cli/31a_store_study.ipynb #8bbd6f88
+from .memory.consolidate import consolidate_shared
+
+def consolidate_stores(stores: dict, split: dict, shared: bool, folder, progress: bool = True) -> dict:
+    "Consolidate the taught stores (each on its own log), or with `shared` one model on their logs switched into every store; triples and minutes."
+    t0, taught = time.perf_counter(), [st for b, st in stores.items() if any(q.bank == b for q in split["train"])]
+    if shared:
+        triples = consolidate_shared(taught, Path(folder) / "shared-encoder", targets=list(stores.values()), progress=progress)["triples"]
+    else:
+        triples = sum(st.consolidate(progress=progress)["triples"] for st in taught if st.stats()["feedback"])
+    return {"triples": triples, "consolidation_minutes": round((time.perf_counter() - t0) / 60, 2)}
+
+# %% ../nbs/cli/31a_store_study.ipynb #ae64d957
+def consolidated_run(bench: Benchmark, encoder: Encoder, split: dict, seed: int = 0, config: dict | None = None, k: int = 5,
+                     shared: bool = False, progress: bool = True, consolidate: Callable = consolidate_stores) -> dict:
+    "One seed: frozen, online after the training feedback, then consolidated (`consolidate(stores, split, shared, folder, progress)`); dev and test."
+    cfg = StoreConfig(**{"checkpoint_every": 10**9, **(config or {}), "seed": seed})
+    critic = CitationSimulator(PAPER_PRECISION, PAPER_RECALL, seed=seed)
+    banks = [b for b in bench.bank_ids if any(q.bank == b for qs in split.values() for q in qs)]
+    ask = lambda stores, part: percent([s for b in banks for s in score_store(stores[b], [q for q in split[part] if q.bank == b], k)])
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as d:
+        stores = study_stores(bench, d, encoder, cfg, banks)
+        frozen = {p: ask(stores, p) for p in ("dev", "test")}
+        calls = teach_stores(stores, split, critic, k, shared)
+        online = {p: ask(stores, p) for p in ("dev", "test")}
+        cost = consolidate(stores, split, shared, d, progress)
+        consolidated = {p: ask(stores, p) for p in ("dev", "test")}
+        rows = sum(st.stats()["feedback"] for st in stores.values())
+        for st in stores.values(): st.close()
+    return {"seed": seed, "frozen": frozen, "online": online, "consolidated": consolidated, "critic_calls": calls,
+            "feedback_rows": rows, **cost, "minutes": round((time.perf_counter() - t0) / 60, 2)}
+
+# %% ../nbs/cli/31a_store_study.ipynb #4bdfddbc
+def consolidated_study(levels: Sequence[str] = STUDY_LEVELS, seeds: int = 1, bench: Benchmark | None = None,
+                       encoder: Encoder | None = None, progress: bool = True, log: Callable = lambda msg: None) -> dict:
+    "The study with the consolidated column: every level × `seeds` seeds of `consolidated_run` on LoCoMo, and the table."
+    bench = bench if bench is not None else load_locomo(with_date=True)
+    encoder = encoder if encoder is not None else Encoder(progress=progress)
+    out = {}
+    for level in levels:
+        split = study_split(bench, level)
+        log(f"{level} split: train {len(split['train'])}, dev {len(split['dev'])}, test {len(split['test'])} questions")
+        runs = [consolidated_run(bench, encoder, split, s, None, 5, shared=level == "conversation", progress=progress) for s in range(seeds)]
+        out[level] = {"runs": runs}
+    return {"benchmark": "locomo", "seeds": seeds, "encoder": encoder.model_id, "levels": out, "table": format_consolidated(out)}
+
+def format_consolidated(levels: dict) -> str:
+    "Frozen / online / consolidated Recall@5 / Hit@5 per level and part (mean over the seeds), then the costs."
+    m = lambda runs, w, p, x: float(np.mean([r[w][p][x] for r in runs]))
+    lines = [f"{'split':<13}{'part':<6}{'n':>5}  {'frozen R@5/H@5':<16}{'online R@5/H@5':<16}{'consolidated R@5/H@5'}"]
+    for level, r in levels.items():
+        rs = r["runs"]
+        lines += [f"{level:<13}{p:<6}{rs[0]['frozen'][p]['n']:>5}  " + "".join(f"{m(rs, w, p, 'recall'):5.1f} / {m(rs, w, p, 'hit'):5.1f}   " for w in ("frozen", "online", "consolidated")) for p in ("dev", "test")]
+        lines.append(f"cost ({level}): {np.mean([x['critic_calls'] for x in rs]):.0f} critic calls, "
+                     f"{np.mean([x['triples'] for x in rs]):.0f} triples, {np.mean([x['consolidation_minutes'] for x in rs]):.1f} consolidation minutes, "
+                     f"{np.mean([x['minutes'] for x in rs]):.1f} minutes per seed")
     return "\n".join(lines)

@@ -12,7 +12,7 @@ __all__ = ['SURFACE', 'MemoryStore', 'StoreConfig', 'HashingEncoder', 'KINDS', '
 import importlib
 
 SURFACE = {   # public name -> the module of this wing that defines it
-    "MemoryStore": "chat",  # the store's class, from the chapter that also files add_messages on it
+    "MemoryStore": "consolidate",  # the store's class, from the last chapter that files methods on it (it imports chat and trust)
     "StoreConfig": "hygiene", "HashingEncoder": "hygiene", "KINDS": "hygiene", "STORES": "hygiene",
     "Hit": "agent", "Hits": "agent", "AddResult": "agent", "Injection": "agent", "MemoryRecord": "agent",
     "inject": "agent", "tool_specs": "agent", "handle_tool_call": "agent",

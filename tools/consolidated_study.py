@@ -1,0 +1,15 @@
+"""Issue 19's store study with the consolidated column (frozen / online / consolidated, dev and test, query and conversation splits).
+
+    nice -n 10 python tools/consolidated_study.py --seeds 1 [--levels query conversation] [--json out.json]
+"""
+import argparse, json, sys
+from earmem.store_study import STUDY_LEVELS, consolidated_study
+
+ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ap.add_argument("--seeds", type=int, default=1)
+ap.add_argument("--levels", nargs="+", default=list(STUDY_LEVELS), choices=STUDY_LEVELS)
+ap.add_argument("--json", help="write the report here")
+a = ap.parse_args()
+rep = consolidated_study(a.levels, a.seeds, progress=False, log=lambda m: print(m, file=sys.stderr, flush=True))
+print(rep["table"])
+if a.json: open(a.json, "w").write(json.dumps(rep, indent=1))

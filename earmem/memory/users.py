@@ -10,6 +10,7 @@ from fastcore.basics import patch
 from .hygiene import StoreConfig
 from .storage import MANIFEST_NAME, check_namespace, folder_namespaces, url_scheme
 from .store import MemoryStore
+import earmem.memory.consolidate  # noqa: F401  (files consolidate, add_messages and rollback on MemoryStore: a pool opens consolidated stores)
 
 # %% auto #0
 __all__ = ['ASYNC_METHODS', 'list_namespaces', 'StorePool', 'AsyncMemoryStore']

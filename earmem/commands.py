@@ -13,8 +13,12 @@ from .memory.hygiene import KINDS, STORES, HashingEncoder, normalise_item
 import numpy as np
 from .memory.storage import learner_seq
 from .memory.vectors import FILTER_FIELDS
-from .memory.store import MemoryStore
-from .memory.bench import benchmark_store, bench_postgres, bench_table
+
+def _store_class():
+    "`MemoryStore` with every chapter that files methods on it (chat, trust, consolidation), imported on first use so `earmem --help` loads no store."
+    from earmem.memory.consolidate import MemoryStore  # imports the store, chat ingestion and trust
+    return MemoryStore
+
 
 # %% auto #0
 __all__ = ['migrate_store', 'add_memory_parser', 'run_memory_command', 'DataSource', 'download_data', 'data_report',
@@ -38,7 +42,7 @@ def _store_from_args(a, readonly: bool = False, create: bool = False) -> MemoryS
     if getattr(a, "encoder", None):
         m = re.fullmatch(r"hashing(?:-(\d+))?", a.encoder)
         enc = HashingEncoder(int(m.group(1) or 64)) if m else Encoder(a.encoder, progress=False)
-    return MemoryStore(a.store, encoder=enc, readonly=readonly, create=create, namespace=a.namespace)
+    return _store_class()(a.store, encoder=enc, readonly=readonly, create=create, namespace=a.namespace)
 
 # %% ../nbs/cli/32_commands.ipynb #d5e7d1c0
 def _json_default(o):
@@ -166,6 +170,7 @@ def _cmd_bench(a):
         for r in rows:
             if "encoder" in r: print(f"encoder {r['encoder']['model']}: {r['encoder']['texts_per_s']} texts/s (model load {r['encoder']['load_s']} s)")
         return
+    from earmem.memory.bench import benchmark_store, bench_postgres, bench_table
     if a.backend == "sqlite":
         rows = benchmark_store(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, progress=not a.quiet)
     else:
@@ -441,7 +446,10 @@ def _add_import(sub):
     sp.add_argument("path", help="a .jsonl file written by `earmem memory export`")
 
 # %% ../nbs/cli/32_commands.ipynb #d578681c
-from .memory.store import PROBE_TEXT
+def _probe_text() -> str:
+    from earmem.memory.store import PROBE_TEXT  # on first use: the store stays unloaded for --help
+    return PROBE_TEXT
+
 
 class _ShapeOnly:
     "Stands in for a store's encoder while a migration creates the destination: its id, dimension and probe fingerprint; never encodes other text."
@@ -449,7 +457,7 @@ class _ShapeOnly:
     def encode_documents(self, texts):
         V = np.zeros((len(texts), self.dim), np.float32)
         for i, t in enumerate(texts):  # the probe text as a unit vector with the source's fingerprint (so the encoder check passes)
-            if t == PROBE_TEXT and self.probe:
+            if self.probe and t == _probe_text():
                 fp = np.asarray(self.probe[:self.dim], np.float32); V[i, :len(fp)] = fp
                 if self.dim > len(fp): V[i, len(fp)] = np.sqrt(max(0.0, 1.0 - float(fp @ fp)))
         return V
@@ -472,6 +480,7 @@ def _copy_learner(a, b, seqs: dict) -> str | None:
 # %% ../nbs/cli/32_commands.ipynb #8cdd6e8d
 def migrate_store(src: str | Path, dst: str | Path, src_namespace: str = "default", dst_namespace: str = "default") -> dict:
     "Copy the store at `src` into a new store at `dst` (folders or URLs): memories, audit, feedback log, learner."
+    MemoryStore = _store_class()
     with MemoryStore(src, namespace=src_namespace, readonly=True) as a:
         shape = _ShapeOnly(a.manifest["encoder"], a.dim, a.manifest.get("probe"))
         with MemoryStore(dst, encoder=shape, config=a.config, namespace=dst_namespace) as b:  # (a filled dst refuses the stand-in)
@@ -513,8 +522,6 @@ def add_memory_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 # %% ../nbs/cli/32_commands.ipynb #485223f2
-import earmem.memory.chat  # noqa: F401  (files MemoryStore.add_messages)
-
 def _message_lines(path) -> list:
     "The messages of a JSON Lines chat file (one {'role', 'content', …} object per non-empty line); errors name the line."
     try: lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -554,8 +561,6 @@ def add_memory_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 # %% ../nbs/cli/32_commands.ipynb #676e7615
-import earmem.memory.consolidate  # noqa: F401  (files consolidate/revert_encoder, and the encoder of a consolidated store, on MemoryStore: every command needs it)
-
 def _cmd_consolidate(a):
     if a.revert and (a.dry_run or a.if_new is not None): raise ValueError("revert: --revert goes back to the base encoder; it takes no --dry-run or --if-new")
     with _store_from_args(a) as s:

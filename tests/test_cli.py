@@ -91,7 +91,7 @@ def test_version(capsys):
     (["reproduce", "locomo", "method"], "required"),
     (["reproduce", "locomo", "earm", "--methods", "all"], "unrecognized arguments"),
     (["memory"], "required"),
-    (["memory", "add", "x"], "--kind"),
+    (["memory", "add"], "required: text"),
     (["reproduce", "locomo", "--k", "five"], "invalid int value"),
     (["reproduce", "locomo", "--bogus"], "unrecognized arguments"),
 ])

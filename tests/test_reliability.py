@@ -174,7 +174,7 @@ BAD_TOOLS = [  # (case id, tool name, arguments) → always {"error": …}, neve
     ("deep-object-arguments", "memory_search", '{"query": "x", "entities": ' + "[" * 50 + "]" * 50 + "}"),
     ("deep-dict-python", "memory_search", {"query": "x", "entities": deep(40)}),
     ("huge-arguments", "memory_search", json.dumps({"query": "x" * 200_000})),
-    ("add-missing-kind", "memory_add", '{"text": "x"}'), ("add-bad-kind", "memory_add", '{"text": "x", "kind": "rumour"}'),
+    ("add-missing-text", "memory_add", '{"kind": "fact"}'), ("add-bad-kind", "memory_add", '{"text": "x", "kind": "rumour"}'),
     ("add-importance-text", "memory_add", '{"text": "x", "kind": "fact", "importance": "very"}'),
     ("add-entity-newline", "memory_add", '{"text": "x", "kind": "fact", "entities": ["a\\nb"]}'),
     ("add-empty-text", "memory_add", '{"text": "", "kind": "fact"}'),

@@ -265,7 +265,7 @@ from earmem.memory.store import MemoryStore
 st = MemoryStore(sys.argv[2], namespace=sys.argv[3])
 w, added = int(sys.argv[4]), []
 for i in range(8):
-    added.append(st.add(f"worker {w} wrote note {i} on topic {i % 3} for service s{w}", "fact", [f"W{w}"]).id)
+    added.append(st.add(f"worker {w} wrote ticket #{w * 100 + i} on topic {i % 3} for service s{w}", "fact", [f"W{w}"]).id)  # distinct tickets (the judge keeps identifiers apart)
     hits = st.search(f"topic {i % 3} service s{w}", k=3, touch=i % 2 == 0)
     if hits: st.feedback(hits, cited=[hits.ids[0]])
 st.close()

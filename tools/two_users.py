@@ -83,7 +83,7 @@ def http_session(folder: Path):
             http(base, "POST", "/feedback", {"user_id": user, "search_id": found["search_id"], "cited": [found["hits"][0]["id"]]})
             if user == "ana":  # bo has made no search yet: ana's search id means nothing to him
                 status, _ = http(base, "POST", "/feedback", {"user_id": other, "search_id": found["search_id"], "cited": [found["hits"][0]["id"]]})
-                check(status == 400, f"{other} cannot cite {user}'s search (search ids are per user)")
+                check(status == 422, f"{other} cannot cite {user}'s search (search ids are per user)")
             http(base, "DELETE", f"/memories/{ids[user][1]}?user_id={user}")
             _, page = http(base, "GET", f"/memories?user_id={user}")
             check([m["text"] for m in page["memories"]] == [up["text"]], f"{user} keeps only the updated memory")

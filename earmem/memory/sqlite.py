@@ -11,6 +11,7 @@ from fastcore.basics import patch
 from ..core import atomic_write_json
 import numpy as np
 from tqdm.auto import tqdm
+from .hygiene import KIND_CODES
 from .index import VectorIndex, restore_vectors, save_vectors
 from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
 from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS, FTS_SCHEMA, KEEP_CHECKPOINTS, LEARNER_DIR,
@@ -509,20 +510,36 @@ def _batch_duplicates(V: np.ndarray, thr: float) -> list:
     new = [[] for _ in range(len(V))]
     for i0 in range(0, len(V), 256):
         S = V[i0:i0 + 256] @ V[:i0 + 256].T
-        for a, b in zip(*np.nonzero(S >= thr)):
-            if b < i0 + a: new[i0 + a].append((float(S[a, b]), int(b)))
+        a, b = np.nonzero(S >= thr)
+        keep = b < i0 + a  # earlier items only, selected in numpy rather than pair by pair
+        for x, y, v in zip((a[keep] + i0).tolist(), b[keep].tolist(), S[a[keep], b[keep]].tolist()): new[x].append((v, y))
     return new
 
 @patch
+def _neighbour_duplicates(self: SQLiteBackend, code: np.ndarray, V: np.ndarray, thr: float, look: np.ndarray) -> list:
+    "For each item: [(cosine, row)] of its graph neighbours allowed by `look`, of its kind `code`, at or above `thr` (each scored against its own item only)."
+    ix, out = self.index, []
+    near = self._rows_of(self.ann.search_many(V, DEDUPE_NEIGHBOURS).ravel()).reshape(len(V), -1)
+    for i0 in range(0, len(V), 1024):
+        r = np.maximum(near[i0:i0 + 1024], 0)
+        ok = (near[i0:i0 + 1024] >= 0) & look[r] & (ix.kind[r] == code[i0:i0 + 1024, None])
+        sims = np.einsum("bd,bkd->bk", V[i0:i0 + 1024], ix.E[r])
+        out += [list(zip(s[m].tolist(), q[m].tolist())) for s, q, m in zip(sims, r, ok & (sims >= thr))]
+    return out
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #ff25b315
+@patch
 def _graph_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = ()) -> tuple:
     "`near_duplicates` with the stored candidates taken from the graph's neighbours and the pending rows."
-    ix = self.index
-    near = self._rows_of(self.ann.search_many(V, DEDUPE_NEIGHBOURS).ravel())
-    look = np.zeros(ix.n, bool); look[near[near >= 0]] = True; look[list(self._pending)] = True
-    look &= ix.active[:ix.n]
+    ix, n = self.index, self.index.n
+    look = ix.active[:n].copy()
     for mid in exclude:
         if mid in ix.pos: look[ix.pos[mid]] = False
-    return ix._stored_duplicates(kinds, V, thr, look), _batch_duplicates(V, thr)
+    tail = np.zeros(n, bool); tail[list(self._pending)] = True  # pending rows: scored exactly with their current vector
+    code = np.array([KIND_CODES[k] for k in kinds], ix.kind.dtype)
+    hits = self._neighbour_duplicates(code, V, thr, look & ~tail)
+    extra = ix._stored_duplicates(kinds, V, thr, look & tail)
+    return [sorted(h + e, key=lambda x: x[1]) for h, e in zip(hits, extra)], _batch_duplicates(V, thr)
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #542a11f0
 @patch

@@ -11,8 +11,8 @@ from fastcore.basics import patch
 from ..core import atomic_write_json
 
 # %% auto #0
-__all__ = ['INDEX_FILE', 'STAMP_FILE', 'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VectorIndex', 'read_stamp',
-           'save_vectors', 'restore_vectors']
+__all__ = ['INDEX_FILE', 'STAMP_FILE', 'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'REF_SIZE',
+           'VectorIndex', 'read_stamp', 'save_vectors', 'restore_vectors', 'fsync_dir', 'VectorLog']
 
 # %% ../../nbs/memory/19a_index.ipynb #f0e09212
 INDEX_FILE = "vectors.usearch"  # the graph, in the store folder
@@ -148,3 +148,63 @@ def restore_vectors(folder: Path, dim: int) -> tuple:
     except (OSError, ValueError, KeyError, TypeError): return None, None, "corrupt"
     if E.dtype != np.float32 or E.shape != (stamp["count"], dim) or seq.shape != (stamp["count"],): return None, None, "corrupt"
     return np.asarray(E), seq, stamp
+
+# %% ../../nbs/memory/19a_index.ipynb #e26d3f00
+VECTOR_LOG = "vectors.f32"  # the store's float32 vectors, one slot of 4·dim bytes each, only ever appended
+REF_SIZE = 9  # a row's embedding column holding b"@" + its slot (int64, little-endian): never a float32 vector's length (a multiple of 4)
+
+def fsync_dir(folder: Path):
+    "Make a new file's name in `folder` durable."
+    fd = os.open(folder, os.O_RDONLY)
+    try: os.fsync(fd)
+    finally: os.close(fd)
+
+class VectorLog:
+    "The vectors of a store folder's rows, appended to one file and referenced from the rows by slot."
+    def __init__(self, folder: Path, dim: int):
+        self.path, self.dim, self.width, self._map = Path(folder) / VECTOR_LOG, dim, 4 * dim, None
+
+    def append(self, V: np.ndarray) -> list:
+        "Append the rows of `V`, fsynced; returns their references (to store in the rows, in the same transaction)."
+        V = np.ascontiguousarray(V, np.float32).reshape(-1, self.dim)
+        new = not self.path.exists()
+        with open(self.path, "ab") as f:
+            end = f.seek(0, 2); start = -(-end // self.width)  # a torn append of a crashed writer is padded over, never reused
+            f.write(b"\0" * (start * self.width - end) + V.tobytes()); f.flush(); os.fsync(f.fileno())
+        if new: fsync_dir(self.path.parent)
+        return [b"@" + int(s).to_bytes(8, "little") for s in range(start, start + len(V))]
+
+# %% ../../nbs/memory/19a_index.ipynb #dedfeb98
+@patch
+def _slots(self: VectorLog, count: int) -> np.ndarray:
+    "The file as a copy-on-write (slots, dim) matrix holding at least `count` slots (re-mapped when the file grew)."
+    if self._map is None or len(self._map) < count:
+        size = self.path.stat().st_size // self.width if self.path.exists() else 0
+        if size < count: raise ValueError(f"path: a row references vector slot {count - 1}, but {self.path} holds {size}; the store is corrupted")
+        self._map = np.memmap(self.path, np.float32, "c", shape=(size, self.dim)) if size else np.zeros((0, self.dim), np.float32)
+    return self._map
+
+# %% ../../nbs/memory/19a_index.ipynb #d707c7b1
+@patch
+def matrix(self: VectorLog, blobs: list) -> np.ndarray:
+    "The (len(blobs), dim) float32 vectors of embedding columns: inline vectors (older rows) or references; a view of the file when they are consecutive slots."
+    refs = np.fromiter((len(b) == REF_SIZE for b in blobs), bool, len(blobs))
+    if refs.any():
+        slots = np.frombuffer(b"".join(b[1:] for b, r in zip(blobs, refs) if r), "<i8")
+        log = self._slots(int(slots.max()) + 1)
+        if refs.all() and np.array_equal(slots, np.arange(slots[0], slots[0] + len(slots))):  # a map of its own: writes to it stay private
+            return np.memmap(self.path, np.float32, "c", offset=int(slots[0]) * self.width, shape=(len(slots), self.dim))
+    out = np.empty((len(blobs), self.dim), np.float32)
+    if refs.any(): out[refs] = log[slots]
+    inline = [b for b, r in zip(blobs, refs) if not r]
+    if inline:
+        blob = b"".join(inline)
+        if len(blob) != self.width * len(inline):
+            raise ValueError(f"path: some stored embeddings are not {self.dim}-dimensional; the database is corrupted")
+        out[~refs] = np.frombuffer(blob, np.float32).reshape(-1, self.dim)
+    return out
+
+@patch
+def inline(self: VectorLog, blob: bytes) -> bytes:
+    "The float32 bytes of one embedding column (a reference resolved, an inline vector as it is)."
+    return self.matrix([blob])[0].tobytes() if len(blob) == REF_SIZE else blob

@@ -12,7 +12,7 @@ from ..core import atomic_write_json
 import numpy as np
 from tqdm.auto import tqdm
 from .hygiene import KIND_CODES
-from .index import VectorIndex, restore_vectors, save_vectors
+from .index import MIRROR_FILE, MIRROR_SEQ_FILE, MIRROR_STAMP_FILE, REF_SIZE, VectorIndex, VectorLog, restore_vectors
 from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
 from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS, FTS_SCHEMA, KEEP_CHECKPOINTS, LEARNER_DIR,
     MANIFEST_NAME, RECORD_COLUMNS, SCHEMA, SCHEMA_VERSION, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
@@ -30,6 +30,7 @@ class SQLiteBackend:
     def __init__(self, path: Path, dim: int, readonly: bool = False, lock_timeout: float = 10.0, immutable: bool = False):
         self.path, self.dim, self.readonly, self.lock_timeout, self.immutable = Path(path), dim, readonly, lock_timeout, immutable
         self.db, self.index, self.rev, self.learner = None, _Index(dim), 0, ""
+        self.vlog = VectorLog(self.path, dim)  # the one copy of the vectors on disk (chapter 19a)
         self.ann, self._seq, self._pending = None, np.zeros(0, np.int64), set()  # the graph, seq of each mirror row, rows it lacks
         db_path = self.path / DB_NAME
         if not db_path.is_file():
@@ -64,11 +65,11 @@ def _load_all(self: SQLiteBackend, rev: int) -> list:
     if E is not None and (stamp["rev"] > rev or len(now) != len(seqs) or not np.array_equal(now, seqs)): E = None  # never trusted
     cols = _COLUMNS if E is None else _COLUMNS.replace("embedding", "NULL")
     got = db.execute(f"SELECT {cols} FROM memories ORDER BY seq").fetchall()
-    ix.load(got, vectors=E)
+    ix.load(got, vectors=self.vlog.matrix([r[-1] for r in got]) if E is None and got else E)
     self._seq = now
     self._mirror_rev = None if E is None else stamp["rev"]
     later = db.execute("SELECT seq, embedding FROM memories WHERE rev > ?", (stamp["rev"],)).fetchall() if E is not None else []
-    if later: ix.E[self._rows_of([s for s, _ in later])] = np.frombuffer(b"".join(v for _, v in later), np.float32).reshape(-1, self.dim)
+    if later: ix.E[self._rows_of([s for s, _ in later])] = self.vlog.matrix([v for _, v in later])
     return got
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #628383b0
@@ -82,7 +83,9 @@ def _catch_up(self: SQLiteBackend, rev: int):
         got = self._load_all(rev)
         self._pending = set(range(len(got))) if getattr(self, "ann", None) is not None else set()  # a graph built on an empty store lacks them all
     else:
-        for r in db.execute(f"SELECT seq, {_COLUMNS} FROM memories WHERE rev > ? ORDER BY rev, seq", (self.rev,)): self._track(r[0], r[1:])
+        got = db.execute(f"SELECT seq, {_COLUMNS} FROM memories WHERE rev > ? ORDER BY rev, seq", (self.rev,)).fetchall()
+        V = self.vlog.matrix([r[-1] for r in got])  # the rows' vectors, resolved from the log in one go
+        for r, v in zip(got, V): self._track(r[0], (*r[1:-1], v.tobytes()))
     self.rev = rev
 
 @patch
@@ -117,6 +120,24 @@ def _track(self: SQLiteBackend, seq: int, r: tuple):
     self._seq[p] = seq  # seqs only grow (AUTOINCREMENT, one writer at a time): the mirror's seqs stay sorted
     if not same: self._pending.add(p)
 
+# %% ../../nbs/memory/20a_sqlite.ipynb #681afa1f
+@patch
+def _migrate_vectors(self: SQLiteBackend) -> int:
+    "Move an older store's inline vectors into the vector log, once (one transaction; rows keep their revision); drops its mirror files. Returns how many moved."
+    if self.db.execute("SELECT 1 FROM meta WHERE key='vector_log'").fetchone(): return 0
+    self.db.execute("BEGIN IMMEDIATE")
+    try:
+        got = self.db.execute("SELECT seq, embedding FROM memories WHERE length(embedding) != ?", (REF_SIZE,)).fetchall()
+        refs = self.vlog.append(self.vlog.matrix([v for _, v in got])) if got else []
+        self.db.executemany("UPDATE memories SET embedding=? WHERE seq=?", [(r, s) for r, (s, _) in zip(refs, got)])
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('vector_log', '1')")
+        self.db.execute("COMMIT")
+    except BaseException:
+        if self.db.in_transaction: self.db.execute("ROLLBACK")
+        raise
+    for name in (MIRROR_FILE, MIRROR_SEQ_FILE, MIRROR_STAMP_FILE): (self.path / name).unlink(missing_ok=True)  # superseded by the log
+    return len(got)
+
 # %% ../../nbs/memory/20a_sqlite.ipynb #17d7d1a0
 REQUESTS_SCHEMA = "CREATE TABLE IF NOT EXISTS feedback_requests (request_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, answer TEXT)"
 
@@ -139,6 +160,7 @@ def _connect(self: SQLiteBackend, db_path: Path):
     if not self.readonly and not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='feedback_requests'").fetchone():
         self.db.execute(REQUESTS_SCHEMA)  # the request ids of idempotent feedback (a store from before gets the table)
     self._lexical = self._ensure_fts()
+    if not self.readonly: self._migrate_vectors()
     self.refresh()
 
 @patch
@@ -216,16 +238,25 @@ def new_ids(self: SQLiteBackend, count: int, taken: set) -> list:
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #dfb3b861
 @patch
+def _log_vectors(self: SQLiteBackend, blobs: list) -> list:
+    "Append float32 embedding bytes to the vector log (inside `write`); returns the references the rows store."
+    if not blobs: return []
+    if any(len(b) != 4 * self.dim for b in blobs): raise ValueError(f"embedding: expected {self.dim} float32 values (4 bytes each) per memory")
+    return self.vlog.append(np.frombuffer(b"".join(blobs), np.float32))
+
+@patch
 def insert(self: SQLiteBackend, rows: list, rev: int, revived: set = frozenset()):
     "Insert new memories (`MemoryRow`s, or tuples in `COLUMNS` order); `revived`: explicit ids whose tombstones go (deleted before)."
     if revived: self.db.executemany("DELETE FROM tombstones WHERE id=?", [(i,) for i in revived])
+    refs = self._log_vectors([r[-1] for r in rows])  # appended and fsynced before the rows that reference them commit
     self.db.executemany(f"INSERT INTO memories ({_COLUMNS}, rev) VALUES ({', '.join('?' * (len(COLUMNS) + 1))})",
-                        [(*r, rev) for r in rows])
+                        [(*r[:-1], ref, rev) for r, ref in zip(rows, refs)])
 
 @patch
 def update_many(self: SQLiteBackend, columns: tuple, rows: list, rev: int):
     "Set `columns` of existing memories: `rows` are (id, values in `columns` order)."
-    sets = ", ".join(f"{c}=?" for c in columns)
+    sets, j = ", ".join(f"{c}=?" for c in columns), columns.index("embedding") if "embedding" in columns else None
+    if j is not None: rows = [(mid, (*vals[:j], ref, *vals[j + 1:])) for (mid, vals), ref in zip(rows, self._log_vectors([v[j] for _, v in rows]))]
     self.db.executemany(f"UPDATE memories SET {sets}, rev=? WHERE id=?", [(*vals, rev, mid) for mid, vals in rows])
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #ff200f70
@@ -321,8 +352,9 @@ def check(self: SQLiteBackend) -> int:
     "SQLite's integrity check and the embedding sizes; returns the number of rows, raises ValueError when anything is wrong."
     res = self.db.execute("PRAGMA integrity_check").fetchall()
     if res != [("ok",)]: raise ValueError(f"path: {self.path / DB_NAME} failed the integrity check: {res[:5]}")
-    bad = self.db.execute("SELECT COUNT(*) FROM memories WHERE length(embedding) != ?", (4 * self.dim,)).fetchone()[0]
+    bad = self.db.execute("SELECT COUNT(*) FROM memories WHERE length(embedding) NOT IN (?, ?)", (4 * self.dim, REF_SIZE)).fetchone()[0]
     if bad: raise ValueError(f"path: {bad} memories have embeddings of the wrong size")
+    self.vlog.matrix([b for b, in self.db.execute("SELECT embedding FROM memories WHERE length(embedding) = ?", (REF_SIZE,))])  # every reference resolves
     return self.db.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #208981bc
@@ -423,13 +455,7 @@ def _absorb(self: SQLiteBackend):
 def save_index(self: SQLiteBackend, force: bool = False):
     "Bring the graph up to date and save it stamped with the current revision (when it changed since it was opened, or `force`)."
     if self.ann is None or self.readonly or self.immutable: return
-    if self.ann.viewed and not force and getattr(self, "_mirror_rev", None) is not None: return  # nothing new, mirror file there
-    if force or not self.ann.viewed: self._absorb(); self.ann.save(self.path, self.rev)
-    ix = self.index
-    live = np.fromiter(sorted(ix.pos.values()), np.int64, len(ix.pos))
-    full = len(live) == ix.n  # no erased slots: the matrix as it is
-    save_vectors(self.path, ix.E[:ix.n] if full else ix.E[live], self._seq[:ix.n] if full else self._seq[live], self.rev)
-    self._mirror_rev = self.rev
+    if force or not self.ann.viewed: self._absorb(); self.ann.save(self.path, self.rev)  # the vectors themselves are in the log already
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #a5c3a4d7
 @patch
@@ -519,6 +545,7 @@ def _batch_duplicates(V: np.ndarray, thr: float) -> list:
 def _neighbour_duplicates(self: SQLiteBackend, code: np.ndarray, V: np.ndarray, thr: float, look: np.ndarray) -> list:
     "For each item: [(cosine, row)] of its graph neighbours allowed by `look`, of its kind `code`, at or above `thr` (each scored against its own item only)."
     ix, out = self.index, []
+    if not ix.n: return [[] for _ in V]  # nothing stored yet
     near = self._rows_of(self.ann.search_many(V, DEDUPE_NEIGHBOURS).ravel()).reshape(len(V), -1)
     for i0 in range(0, len(V), 1024):
         r = np.maximum(near[i0:i0 + 1024], 0)
@@ -630,7 +657,8 @@ def _allowed_lexical(self: SQLiteBackend, text: str, K: int, allowed: np.ndarray
 @patch
 def dump_rows(self: SQLiteBackend) -> list:
     "Every memory row (any status) as a `MemoryRow`, oldest first."
-    return [MemoryRow(*r) for r in self.db.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY seq")]
+    got = self.db.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY seq").fetchall()
+    return [MemoryRow(*r[:-1], v.tobytes()) for r, v in zip(got, self.vlog.matrix([r[-1] for r in got]))]
 
 @patch
 def dump_audit(self: SQLiteBackend) -> list:

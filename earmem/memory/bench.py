@@ -374,6 +374,24 @@ def _interleaved(engines: dict, Q: np.ndarray, truth: np.ndarray, k: int, rec: d
         r["recall@10"] = round(float(np.mean([len(set(g) & set(t.tolist())) / k for g, t in zip(got[n], truth[1:])])), 4)
     if whole: rec["engines"]["earmem store"]["search_p50_ms"] = round(1000 * float(np.median(whole)), 3)
 
+# %% ../../nbs/memory/26_bench.ipynb #88f6df60
+_STORE_FILTERS = {"entity": ({"entities": ["entity7"]}, lambda i: i % 500 == 7),       # one entity of 500 (`_StoreEngine`'s rows)
+                  "kind": ({"kinds": ["fact"]}, lambda i: i % 7 == list(KINDS).index("fact"))}  # one kind of 7
+
+def _filtered(store: "_StoreEngine", E: np.ndarray, Q: np.ndarray, k: int, rec: dict):
+    "The store's filtered searches: p50 of the lookup and of the whole `search()`, and recall@10 of the lookup against the exact answer over the rows the filter lets through."
+    b, out = store.s._backend, {}
+    for name, (kw, passes) in _STORE_FILTERS.items():
+        flt, rows = SearchFilter(**{f: tuple(v) for f, v in kw.items()}), np.flatnonzero(passes(np.arange(len(E))))
+        truth, ts, tw, hit = rows[_exact_top(E[rows], Q, min(k, len(rows)))], [], [], []
+        for q, t in zip(Q, truth):
+            t0 = time.perf_counter(); got = [int(b.index.ids[r][1:]) - 1 for r in b.candidates(q, k, flt=flt)[0]]; ts.append(time.perf_counter() - t0)
+            t0 = time.perf_counter(); store.s.search(q, k=k, **kw); tw.append(time.perf_counter() - t0)
+            hit.append(len(set(got) & set(t.tolist())) / len(t))
+        out[name] = {"rows": len(rows), "lookup_p50_ms": round(1000 * float(np.median(ts[1:])), 3),
+                     "search_p50_ms": round(1000 * float(np.median(tw[1:])), 3), "recall@10": round(float(np.mean(hit)), 4)}
+    rec["engines"]["earmem store"]["filtered"] = out
+
 # %% ../../nbs/memory/26_bench.ipynb #b7159ff7
 def compare_engines(sizes: Sequence[int] = (10_000, 100_000), dim: int = 384, n_queries: int = 200, k: int = 10,
                     clusters: int = 1000, peers: Sequence[str] | None = None, seed: int = 0, folder: str | Path | None = None,
@@ -394,6 +412,7 @@ def compare_engines(sizes: Sequence[int] = (10_000, 100_000), dim: int = 384, n_
                    "load_before": [round(x, 2) for x in os.getloadavg()], "engines": {}}
             _build_all(engines, E, rec, progress)
             _interleaved(engines, Q, _exact_top(E, Q, k), k, rec, progress)
+            _filtered(engines["earmem store"], E, Q, k, rec)
             rec["load_after"] = [round(x, 2) for x in os.getloadavg()]
             for e in engines.values(): e.close()
             out.append(rec)
@@ -415,6 +434,9 @@ def compare_table(results: list) -> str:
                          f"{e['open_s']:>6.2f} | {e['bytes_per_memory']:>8,} | {e['p50_ms'] / st['p50_ms']:>11.2f} | "
                          f"{e['inserts_per_s'] / st['inserts_per_s']:>15.2f} | {e.get('inserts_per_cpu_s', 0):>13,}")
         lines.append(f"{'':>14}   whole search(q, k=10) through the store: p50 {st['search_p50_ms']:.3f} ms")
+        for name, f in st.get("filtered", {}).items():
+            lines.append(f"{'':>14}   {name} filter ({f['rows']:,} rows pass): lookup p50 {f['lookup_p50_ms']:.3f} ms, recall@10 "
+                         f"{f['recall@10']:.3f}; whole search p50 {f['search_p50_ms']:.3f} ms")
     return "\n".join(lines)
 
 def latency_figure(results: list, path: str | Path) -> Path:

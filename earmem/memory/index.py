@@ -208,3 +208,29 @@ def matrix(self: VectorLog, blobs: list) -> np.ndarray:
 def inline(self: VectorLog, blob: bytes) -> bytes:
     "The float32 bytes of one embedding column (a reference resolved, an inline vector as it is)."
     return self.matrix([blob])[0].tobytes() if len(blob) == REF_SIZE else blob
+
+# %% ../../nbs/memory/19a_index.ipynb #700d655f
+@patch
+def append_bytes(self: VectorLog, blobs: list) -> list:
+    "`append` the float32 bytes of one embedding each (as the rows carry them); returns their references."
+    if not blobs: return []
+    if any(len(b) != self.width for b in blobs): raise ValueError(f"embedding: expected {self.dim} float32 values (4 bytes each) per memory")
+    return self.append(np.frombuffer(b"".join(blobs), np.float32))
+
+# %% ../../nbs/memory/19a_index.ipynb #65f002a9
+@patch
+def migrate(self: VectorLog, db) -> int:
+    "Move the inline vectors of an older store's rows (SQLite connection `db`) into the log, once: one transaction, rows keep their revision; drops the old mirror files. Returns how many moved."
+    if db.execute("SELECT 1 FROM meta WHERE key='vector_log'").fetchone(): return 0
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        got = db.execute("SELECT seq, embedding FROM memories WHERE length(embedding) != ?", (REF_SIZE,)).fetchall()
+        refs = self.append(self.matrix([v for _, v in got])) if got else []
+        db.executemany("UPDATE memories SET embedding=? WHERE seq=?", [(r, s) for r, (s, _) in zip(refs, got)])
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('vector_log', '1')")
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction: db.execute("ROLLBACK")
+        raise
+    for name in (MIRROR_FILE, MIRROR_SEQ_FILE, MIRROR_STAMP_FILE): (self.path.parent / name).unlink(missing_ok=True)  # superseded by the log
+    return len(got)

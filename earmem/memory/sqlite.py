@@ -12,7 +12,7 @@ from ..core import atomic_write_json
 import numpy as np
 from tqdm.auto import tqdm
 from .hygiene import KIND_CODES
-from .index import MIRROR_FILE, MIRROR_SEQ_FILE, MIRROR_STAMP_FILE, REF_SIZE, VectorIndex, VectorLog, restore_vectors
+from .index import REF_SIZE, VectorIndex, VectorLog, restore_vectors
 from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
 from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS, FTS_SCHEMA, KEEP_CHECKPOINTS, LEARNER_DIR,
     MANIFEST_NAME, RECORD_COLUMNS, SCHEMA, SCHEMA_VERSION, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
@@ -120,24 +120,6 @@ def _track(self: SQLiteBackend, seq: int, r: tuple):
     self._seq[p] = seq  # seqs only grow (AUTOINCREMENT, one writer at a time): the mirror's seqs stay sorted
     if not same: self._pending.add(p)
 
-# %% ../../nbs/memory/20a_sqlite.ipynb #681afa1f
-@patch
-def _migrate_vectors(self: SQLiteBackend) -> int:
-    "Move an older store's inline vectors into the vector log, once (one transaction; rows keep their revision); drops its mirror files. Returns how many moved."
-    if self.db.execute("SELECT 1 FROM meta WHERE key='vector_log'").fetchone(): return 0
-    self.db.execute("BEGIN IMMEDIATE")
-    try:
-        got = self.db.execute("SELECT seq, embedding FROM memories WHERE length(embedding) != ?", (REF_SIZE,)).fetchall()
-        refs = self.vlog.append(self.vlog.matrix([v for _, v in got])) if got else []
-        self.db.executemany("UPDATE memories SET embedding=? WHERE seq=?", [(r, s) for r, (s, _) in zip(refs, got)])
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('vector_log', '1')")
-        self.db.execute("COMMIT")
-    except BaseException:
-        if self.db.in_transaction: self.db.execute("ROLLBACK")
-        raise
-    for name in (MIRROR_FILE, MIRROR_SEQ_FILE, MIRROR_STAMP_FILE): (self.path / name).unlink(missing_ok=True)  # superseded by the log
-    return len(got)
-
 # %% ../../nbs/memory/20a_sqlite.ipynb #17d7d1a0
 REQUESTS_SCHEMA = "CREATE TABLE IF NOT EXISTS feedback_requests (request_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, answer TEXT)"
 
@@ -160,7 +142,7 @@ def _connect(self: SQLiteBackend, db_path: Path):
     if not self.readonly and not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='feedback_requests'").fetchone():
         self.db.execute(REQUESTS_SCHEMA)  # the request ids of idempotent feedback (a store from before gets the table)
     self._lexical = self._ensure_fts()
-    if not self.readonly: self._migrate_vectors()
+    if not self.readonly: self.vlog.migrate(self.db)  # an older store's inline vectors move into the log, once
     self.refresh()
 
 @patch
@@ -238,17 +220,10 @@ def new_ids(self: SQLiteBackend, count: int, taken: set) -> list:
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #dfb3b861
 @patch
-def _log_vectors(self: SQLiteBackend, blobs: list) -> list:
-    "Append float32 embedding bytes to the vector log (inside `write`); returns the references the rows store."
-    if not blobs: return []
-    if any(len(b) != 4 * self.dim for b in blobs): raise ValueError(f"embedding: expected {self.dim} float32 values (4 bytes each) per memory")
-    return self.vlog.append(np.frombuffer(b"".join(blobs), np.float32))
-
-@patch
 def insert(self: SQLiteBackend, rows: list, rev: int, revived: set = frozenset()):
     "Insert new memories (`MemoryRow`s, or tuples in `COLUMNS` order); `revived`: explicit ids whose tombstones go (deleted before)."
     if revived: self.db.executemany("DELETE FROM tombstones WHERE id=?", [(i,) for i in revived])
-    refs = self._log_vectors([r[-1] for r in rows])  # appended and fsynced before the rows that reference them commit
+    refs = self.vlog.append_bytes([r[-1] for r in rows])  # appended and fsynced before the rows that reference them commit
     self.db.executemany(f"INSERT INTO memories ({_COLUMNS}, rev) VALUES ({', '.join('?' * (len(COLUMNS) + 1))})",
                         [(*r[:-1], ref, rev) for r, ref in zip(rows, refs)])
 
@@ -256,7 +231,7 @@ def insert(self: SQLiteBackend, rows: list, rev: int, revived: set = frozenset()
 def update_many(self: SQLiteBackend, columns: tuple, rows: list, rev: int):
     "Set `columns` of existing memories: `rows` are (id, values in `columns` order)."
     sets, j = ", ".join(f"{c}=?" for c in columns), columns.index("embedding") if "embedding" in columns else None
-    if j is not None: rows = [(mid, (*vals[:j], ref, *vals[j + 1:])) for (mid, vals), ref in zip(rows, self._log_vectors([v[j] for _, v in rows]))]
+    if j is not None: rows = [(mid, (*vals[:j], ref, *vals[j + 1:])) for (mid, vals), ref in zip(rows, self.vlog.append_bytes([v[j] for _, v in rows]))]
     self.db.executemany(f"UPDATE memories SET {sets}, rev=? WHERE id=?", [(*vals, rev, mid) for mid, vals in rows])
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #ff200f70

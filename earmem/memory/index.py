@@ -188,9 +188,12 @@ def _slots(self: VectorLog, count: int) -> np.ndarray:
 @patch
 def matrix(self: VectorLog, blobs: list) -> np.ndarray:
     "The (len(blobs), dim) float32 vectors of embedding columns: inline vectors (older rows) or references; a view of the file when they are consecutive slots."
-    refs = np.fromiter((len(b) == REF_SIZE for b in blobs), bool, len(blobs))
+    joined = b"".join(blobs)
+    every = len(joined) == REF_SIZE * len(blobs)  # only references add up to that (an inline vector is 4·dim bytes)
+    refs = np.ones(len(blobs), bool) if every else np.fromiter((len(b) == REF_SIZE for b in blobs), bool, len(blobs))
     if refs.any():
-        slots = np.frombuffer(b"".join(b[1:] for b, r in zip(blobs, refs) if r), "<i8")
+        slots = np.frombuffer(joined, [("at", "u1"), ("slot", "<i8")])["slot"] if every else \
+                np.frombuffer(b"".join(b[1:] for b, r in zip(blobs, refs) if r), "<i8")
         log = self._slots(int(slots.max()) + 1)
         if refs.all() and np.array_equal(slots, np.arange(slots[0], slots[0] + len(slots))):  # a map of its own: writes to it stay private
             return np.memmap(self.path, np.float32, "c", offset=int(slots[0]) * self.width, shape=(len(slots), self.dim))

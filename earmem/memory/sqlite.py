@@ -6,6 +6,7 @@
 from __future__ import annotations
 import errno, json, os, re, shutil, sqlite3, threading, time
 from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
 from fastcore.basics import patch
 from ..core import atomic_write_json
@@ -58,13 +59,12 @@ class SQLiteBackend:
 # %% ../../nbs/memory/20a_sqlite.ipynb #9db9a121
 @patch
 def _load_all(self: SQLiteBackend, rev: int) -> list:
-    "Fill the empty mirror from every row (returns their `(seq,)` tuples): the vectors memory-mapped from the saved mirror file when it holds exactly these rows at a revision ≤ `rev` (rows changed after it re-read), else read from the rows."
+    "Fill the empty mirror from every row (returns the rows): the vectors mapped from the vector log (chapter 19a), or, for an older store not yet converted, from its saved mirror file when that holds exactly these rows at a revision ≤ `rev` (rows changed after it re-read)."
     db, ix = self.db, self.index
     E, seqs, stamp = restore_vectors(self.path, self.dim)
-    now = np.fromiter((s for s, in db.execute("SELECT seq FROM memories ORDER BY seq")), np.int64)
+    got = db.execute(f"SELECT seq, {_COLUMNS} FROM memories ORDER BY seq").fetchall()  # one pass over the table
+    now, got = np.fromiter(map(itemgetter(0), got), np.int64, len(got)), [r[1:] for r in got]
     if E is not None and (stamp["rev"] > rev or len(now) != len(seqs) or not np.array_equal(now, seqs)): E = None  # never trusted
-    cols = _COLUMNS if E is None else _COLUMNS.replace("embedding", "NULL")
-    got = db.execute(f"SELECT {cols} FROM memories ORDER BY seq").fetchall()
     ix.load(got, vectors=self.vlog.matrix([r[-1] for r in got]) if E is None and got else E)
     self._seq = now
     self._mirror_rev = None if E is None else stamp["rev"]

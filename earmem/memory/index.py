@@ -195,8 +195,8 @@ def matrix(self: VectorLog, blobs: list) -> np.ndarray:
         slots = np.frombuffer(joined, [("at", "u1"), ("slot", "<i8")])["slot"] if every else \
                 np.frombuffer(b"".join(b[1:] for b, r in zip(blobs, refs) if r), "<i8")
         log = self._slots(int(slots.max()) + 1)
-        if refs.all() and np.array_equal(slots, np.arange(slots[0], slots[0] + len(slots))):  # a map of its own: writes to it stay private
-            return np.memmap(self.path, np.float32, "c", offset=int(slots[0]) * self.width, shape=(len(slots), self.dim))
+        if refs.all() and np.array_equal(slots, np.arange(slots[0], slots[0] + len(slots))):  # a map of its own (writes stay private)
+            return np.asarray(np.memmap(self.path, np.float32, "c", offset=int(slots[0]) * self.width, shape=(len(slots), self.dim)))  # a plain view: no memmap overhead per index
     out = np.empty((len(blobs), self.dim), np.float32)
     if refs.any(): out[refs] = log[slots]
     inline = [b for b, r in zip(blobs, refs) if not r]

@@ -184,3 +184,25 @@ def test_sigkill_during_adds_with_graph(tmp_path):
     print()
     # the graph is approximate: a miss is a recall question (the target is >= 0.95), never a row that does not exist
     assert committed > 0 and found == committed and consistent == trials and np.mean(recalls) >= 0.95
+
+
+def test_older_store_with_inline_vectors_reads_and_converts(tmp_path):
+    "A store written before the vector log (vectors inline in the rows, no vectors.f32): a reader answers as before, a writer converts it once, and the answers stay the same."
+    import sqlite3
+    from earmem.memory.index import VECTOR_LOG, REF_SIZE
+    folder, rng = tmp_path / "old", np.random.default_rng(3)
+    s = _store(folder); E = _unit(rng, 300, 32)
+    s.add_many([{"text": f"note {i}", "kind": "fact"} for i in range(300)], embeddings=E); s.close()
+    db = sqlite3.connect(folder / "memories.sqlite", isolation_level=None)   # turn it back into the older layout
+    log = np.fromfile(folder / VECTOR_LOG, np.float32).reshape(-1, 32)
+    refs = db.execute("SELECT seq, embedding FROM memories").fetchall()
+    db.executemany("UPDATE memories SET embedding=? WHERE seq=?", [(log[int.from_bytes(b[1:], "little")].tobytes(), q) for q, b in refs])
+    db.execute("DELETE FROM meta WHERE key='vector_log'"); db.close(); (folder / VECTOR_LOG).unlink()
+    Q = _unit(rng, 5, 32)
+    ro = MemoryStore(folder, encoder=HashingEncoder(32), readonly=True)
+    before = [[h.id for h in ro.search(q, k=5)] for q in Q]; ro.close()
+    assert not (folder / VECTOR_LOG).exists()                                 # a reader changes nothing
+    w = _store(folder)
+    lens = {len(b) for b, in w._backend.db.execute("SELECT embedding FROM memories")}
+    after = [[h.id for h in w.search(q, k=5)] for q in Q]; w.close()
+    assert lens == {REF_SIZE} and after == before and (folder / VECTOR_LOG).stat().st_size == 300 * 32 * 4

@@ -5,6 +5,7 @@
 # %% ../../nbs/memory/20a_sqlite.ipynb #e07846b0
 from __future__ import annotations
 import errno, json, os, re, shutil, sqlite3, threading, time
+import gc as collector
 from contextlib import contextmanager
 from operator import itemgetter
 from pathlib import Path
@@ -57,15 +58,24 @@ class SQLiteBackend:
     def _set_meta(self, key: str, value): self.db.execute("UPDATE meta SET value=? WHERE key=?", (str(value), key))
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #9db9a121
+@contextmanager
+def _no_gc():
+    "Pause the cyclic garbage collector (as it was before, afterwards)."
+    on = collector.isenabled(); collector.disable()
+    try: yield
+    finally:
+        if on: collector.enable()
+
 @patch
 def _load_all(self: SQLiteBackend, rev: int) -> list:
     "Fill the empty mirror from every row (returns the rows): the vectors mapped from the vector log (chapter 19a), or, for an older store not yet converted, from its saved mirror file when that holds exactly these rows at a revision ≤ `rev` (rows changed after it re-read)."
     db, ix = self.db, self.index
     E, seqs, stamp = restore_vectors(self.path, self.dim)
-    got = db.execute(f"SELECT seq, {_COLUMNS} FROM memories ORDER BY seq").fetchall()  # one pass over the table
-    now, got = np.fromiter(map(itemgetter(0), got), np.int64, len(got)), [r[1:] for r in got]
+    with _no_gc():  # a million new acyclic tuples: the collector would walk them all, several times, for nothing
+        got = db.execute(f"SELECT seq, {_COLUMNS} FROM memories ORDER BY seq").fetchall()  # one pass over the table
+        now, got = np.fromiter(map(itemgetter(0), got), np.int64, len(got)), [r[1:] for r in got]
     if E is not None and (stamp["rev"] > rev or len(now) != len(seqs) or not np.array_equal(now, seqs)): E = None  # never trusted
-    ix.load(got, vectors=self.vlog.matrix([r[-1] for r in got]) if E is None and got else E)
+    with _no_gc(): ix.load(got, vectors=self.vlog.matrix([r[-1] for r in got]) if E is None and got else E)
     self._seq = now
     self._mirror_rev = None if E is None else stamp["rev"]
     later = db.execute("SELECT seq, embedding FROM memories WHERE rev > ?", (stamp["rev"],)).fetchall() if E is not None else []
@@ -560,7 +570,6 @@ def near_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float,
 def dedupe_fields(self: SQLiteBackend, r: int) -> dict:
     "The fields of index row `r` that the dedupe rule reads and merges (`earmem.memory.updates.plan_dedupe`)."
     return self.index.dedupe_fields(r)
-
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #fc972f16
 @patch

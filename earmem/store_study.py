@@ -16,9 +16,9 @@ from .experiments.evaluation import carve_dev
 from .memory import MemoryStore, StoreConfig
 
 # %% auto #0
-__all__ = ['STUDY_LEVELS', 'query_split', 'conversation_split', 'study_split', 'study_stores', 'score_store', 'teach_store',
-           'teach_stores', 'percent', 'study_run', 'mean_std', 'summarise', 'store_study', 'format_store_study',
-           'consolidate_stores', 'consolidated_run', 'consolidated_study', 'format_consolidated']
+__all__ = ['STUDY_LEVELS', 'STUDY_CONFIG', 'query_split', 'conversation_split', 'study_split', 'study_stores', 'score_store',
+           'teach_store', 'teach_stores', 'percent', 'study_run', 'mean_std', 'summarise', 'store_study',
+           'format_store_study', 'consolidate_stores', 'consolidated_run', 'consolidated_study', 'format_consolidated']
 
 # %% ../nbs/cli/31a_store_study.ipynb #0200184c
 def query_split(bench: Benchmark, test_size: float = 0.2, dev_size: float = 0.2, dev_seed: int = 12) -> dict:
@@ -133,6 +133,9 @@ def summarise(runs: list) -> dict:
                for p in ("dev", "test")} for w in ("frozen", "online")}
     return out | {c: mean_std([r[c] for r in runs]) for c in ("critic_calls", "feedback_rows", "minutes")}
 
+# %% ../nbs/cli/31a_store_study.ipynb #5c0e7a12
+STUDY_CONFIG = {"lexical_weight": 0.4}  # chosen on dev (above); every other setting is StoreConfig()'s default
+
 # %% ../nbs/cli/31a_store_study.ipynb #84f2108a
 def store_study(bench: Benchmark | None = None, encoder: Encoder | None = None, levels: Sequence[str] = STUDY_LEVELS,
                 seeds: int = 3, config: dict | None = None, k: int = 5, progress: bool = True,
@@ -141,6 +144,7 @@ def store_study(bench: Benchmark | None = None, encoder: Encoder | None = None, 
     bench = bench if bench is not None else load_locomo(with_date=True)  # turns carry their session date (the tuned preset's)
     encoder = encoder if encoder is not None else Encoder(progress=progress)
     seeds, k, out = check_positive_int(seeds, "seeds"), check_positive_int(k, "k"), {}
+    config = {**STUDY_CONFIG, **(config or {})}
     for level in levels:
         split = study_split(bench, level)
         encoder.encode_queries([q.text for qs in split.values() for q in qs], progress=False)  # warm the cache once
@@ -148,7 +152,7 @@ def store_study(bench: Benchmark | None = None, encoder: Encoder | None = None, 
         runs = [study_run(bench, encoder, split, s, config, k, shared=level == "conversation", progress=progress,
                           desc=f"{level} seed {s}") for s in range(seeds)]
         out[level] = {"runs": runs, "summary": summarise(runs)}
-    return {"benchmark": "locomo", "k": k, "seeds": seeds, "config": StoreConfig(**(config or {})).to_json(),
+    return {"benchmark": "locomo", "k": k, "seeds": seeds, "config": StoreConfig(**config).to_json(),
             "critic": {"precision": PAPER_PRECISION, "recall": PAPER_RECALL}, "encoder": encoder.model_id, "levels": out}
 
 # %% ../nbs/cli/31a_store_study.ipynb #f111f0c8
@@ -212,7 +216,7 @@ def consolidated_study(levels: Sequence[str] = STUDY_LEVELS, seeds: int = 1, ben
     for level in levels:
         split = study_split(bench, level)
         log(f"{level} split: train {len(split['train'])}, dev {len(split['dev'])}, test {len(split['test'])} questions")
-        runs = [consolidated_run(bench, encoder, split, s, None, 5, shared=level == "conversation", progress=progress) for s in range(seeds)]
+        runs = [consolidated_run(bench, encoder, split, s, STUDY_CONFIG, 5, shared=level == "conversation", progress=progress) for s in range(seeds)]
         out[level] = {"runs": runs}
     return {"benchmark": "locomo", "seeds": seeds, "encoder": encoder.model_id, "levels": out, "table": format_consolidated(out)}
 

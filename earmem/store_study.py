@@ -16,9 +16,10 @@ from .experiments.evaluation import carve_dev
 from .memory import MemoryStore, StoreConfig
 
 # %% auto #0
-__all__ = ['STUDY_LEVELS', 'query_split', 'conversation_split', 'study_split', 'study_stores', 'score_store', 'teach_store',
-           'teach_stores', 'percent', 'study_run', 'mean_std', 'summarise', 'store_study', 'format_store_study',
-           'consolidate_stores', 'consolidated_run', 'consolidated_study', 'format_consolidated']
+__all__ = ['STUDY_LEVELS', 'STUDY_CONFIG', 'query_split', 'conversation_split', 'study_split', 'study_stores', 'score_store',
+           'teach_store', 'teach_stores', 'shared_learner', 'percent', 'study_run', 'mean_std', 'summarise',
+           'store_study', 'format_store_study', 'consolidate_stores', 'consolidated_run', 'consolidated_study',
+           'format_consolidated', 'study_benchmark', 'main']
 
 # %% ../nbs/cli/31a_store_study.ipynb #0200184c
 def query_split(bench: Benchmark, test_size: float = 0.2, dev_size: float = 0.2, dev_seed: int = 12) -> dict:
@@ -94,6 +95,12 @@ def teach_stores(stores: dict, split: dict, critic: CitationSimulator, k: int = 
             if not any(q.bank == b for q in split["train"]): st.set_learner(learner)
     return calls
 
+# %% ../nbs/cli/31a_store_study.ipynb #6b1d2e02
+def shared_learner(split: dict) -> bool:
+    "Whether no store (bank) holds both training and dev/test questions, so the learner must travel from store to store."
+    taught = {q.bank for q in split["train"]}
+    return not any(q.bank in taught for p in ("dev", "test") for q in split[p])
+
 # %% ../nbs/cli/31a_store_study.ipynb #a29aa109
 def percent(pairs: list) -> dict:
     "{'recall', 'hit', 'n'} in percent from (Recall@k, Hit@k) pairs."
@@ -133,6 +140,9 @@ def summarise(runs: list) -> dict:
                for p in ("dev", "test")} for w in ("frozen", "online")}
     return out | {c: mean_std([r[c] for r in runs]) for c in ("critic_calls", "feedback_rows", "minutes")}
 
+# %% ../nbs/cli/31a_store_study.ipynb #5c0e7a12
+STUDY_CONFIG = {"lexical_weight": 0.4, "learner_gate": 180}  # chosen on dev (above); every other setting is StoreConfig()'s default
+
 # %% ../nbs/cli/31a_store_study.ipynb #84f2108a
 def store_study(bench: Benchmark | None = None, encoder: Encoder | None = None, levels: Sequence[str] = STUDY_LEVELS,
                 seeds: int = 3, config: dict | None = None, k: int = 5, progress: bool = True,
@@ -141,14 +151,15 @@ def store_study(bench: Benchmark | None = None, encoder: Encoder | None = None, 
     bench = bench if bench is not None else load_locomo(with_date=True)  # turns carry their session date (the tuned preset's)
     encoder = encoder if encoder is not None else Encoder(progress=progress)
     seeds, k, out = check_positive_int(seeds, "seeds"), check_positive_int(k, "k"), {}
+    config = {**STUDY_CONFIG, **(config or {})}
     for level in levels:
         split = study_split(bench, level)
         encoder.encode_queries([q.text for qs in split.values() for q in qs], progress=False)  # warm the cache once
         log(f"{level} split: train {len(split['train'])}, dev {len(split['dev'])}, test {len(split['test'])} questions")
-        runs = [study_run(bench, encoder, split, s, config, k, shared=level == "conversation", progress=progress,
+        runs = [study_run(bench, encoder, split, s, config, k, shared=shared_learner(split), progress=progress,
                           desc=f"{level} seed {s}") for s in range(seeds)]
         out[level] = {"runs": runs, "summary": summarise(runs)}
-    return {"benchmark": "locomo", "k": k, "seeds": seeds, "config": StoreConfig(**(config or {})).to_json(),
+    return {"benchmark": bench.name, "k": k, "seeds": seeds, "config": StoreConfig(**config).to_json(),
             "critic": {"precision": PAPER_PRECISION, "recall": PAPER_RECALL}, "encoder": encoder.model_id, "levels": out}
 
 # %% ../nbs/cli/31a_store_study.ipynb #f111f0c8
@@ -157,7 +168,8 @@ def _cell(s: dict) -> str: return f"{s['recall'][0]:5.1f} ± {s['recall'][1]:.1f
 def format_store_study(report: dict) -> str:
     "The study as a text table: per level and part, frozen and online R@k / H@k (mean ± std), then the costs."
     k = report["k"]
-    lines = [f"LoCoMo through MemoryStore: k={k}, simulated critic P {report['critic']['precision']:.2f} / R "
+    name = {"locomo": "LoCoMo", "longmemeval": "LongMemEval"}.get(report["benchmark"], report["benchmark"])
+    lines = [f"{name} through MemoryStore: k={k}, simulated critic P {report['critic']['precision']:.2f} / R "
              f"{report['critic']['recall']:.2f}, {report['seeds']} seeds (mean ± std)",
              f"{'split':<13}{'part':<6}{'n':>5}  {'frozen R@' + str(k) + ' / H@' + str(k):<26}{'online R@' + str(k) + ' / H@' + str(k)}"]
     for level, r in report["levels"].items():
@@ -212,7 +224,7 @@ def consolidated_study(levels: Sequence[str] = STUDY_LEVELS, seeds: int = 1, ben
     for level in levels:
         split = study_split(bench, level)
         log(f"{level} split: train {len(split['train'])}, dev {len(split['dev'])}, test {len(split['test'])} questions")
-        runs = [consolidated_run(bench, encoder, split, s, None, 5, shared=level == "conversation", progress=progress) for s in range(seeds)]
+        runs = [consolidated_run(bench, encoder, split, s, STUDY_CONFIG, 5, shared=level == "conversation", progress=progress) for s in range(seeds)]
         out[level] = {"runs": runs}
     return {"benchmark": "locomo", "seeds": seeds, "encoder": encoder.model_id, "levels": out, "table": format_consolidated(out)}
 
@@ -227,3 +239,26 @@ def format_consolidated(levels: dict) -> str:
                      f"{np.mean([x['triples'] for x in rs]):.0f} triples, {np.mean([x['consolidation_minutes'] for x in rs]):.1f} consolidation minutes, "
                      f"{np.mean([x['minutes'] for x in rs]):.1f} minutes per seed")
     return "\n".join(lines)
+
+# %% ../nbs/cli/31a_store_study.ipynb #6b1d2e05
+from .experiments.data import load_longmemeval
+
+def study_benchmark(name: str = "locomo", path=None) -> Benchmark:
+    "LoCoMo or LongMemEval (from `path`, else the data folder) with date-prefixed, session-tagged turns, as the study uses them."
+    loaders = {"locomo": load_locomo, "longmemeval": load_longmemeval}
+    if name not in loaders: raise ValueError(f"benchmark: expected one of {sorted(loaders)}, got {name!r}")
+    return loaders[name](path, with_date=True)
+
+# %% ../nbs/cli/31a_store_study.ipynb #6b1d2e0a
+def main(argv=None, encoder: Encoder | None = None) -> str:
+    "`python -m earmem.store_study --benchmark {locomo,longmemeval} [--path FILE] [--seeds N] [--level both] [--json OUT]`: the table."
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m earmem.store_study", description=main.__doc__)
+    ap.add_argument("--benchmark", default="locomo"); ap.add_argument("--path"); ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--level", choices=(*STUDY_LEVELS, "both"), default="both"); ap.add_argument("--json")
+    a = ap.parse_args(argv)
+    rep = store_study(study_benchmark(a.benchmark, a.path), encoder, STUDY_LEVELS if a.level == "both" else (a.level,), a.seeds, log=print)
+    if a.json: Path(a.json).write_text(json.dumps(rep, indent=1, default=float))
+    return format_store_study(rep)
+
+if __name__ == "__main__" and "get_ipython" not in globals(): print(main())  # run as a module, not in a notebook

@@ -59,3 +59,27 @@ def test_neighbouring_memories_of_a_session_lift_each_other(tmp_path):
     assert hits["b"].relevance == pytest.approx(hits["b"].frozen_relevance + SESSION_BETA * hits["a"].frozen_relevance, abs=1e-6)
     assert hits["a"].relevance == pytest.approx(hits["a"].frozen_relevance + SESSION_BETA * hits["b"].frozen_relevance, abs=1e-6)
     st.close()
+
+
+def _session_store(path, sessions: bool):
+    "Six short notes on orders (each its own session), then a question turn and its unrelated-sounding answer."
+    st = MemoryStore(path, encoder=HashingEncoder(256),
+                     config=StoreConfig(min_relevance=-1.0, recency_weight=0.0, importance_weight=0.0, retriever="dense", candidates=4))
+    meta = lambda s: {"session": s} if sessions else {}
+    st.add_many([dict(text=f"orders note {i}", kind="episode", id=f"n{i}", metadata=meta(f"N{i}")) for i in range(6)]
+                + [dict(text="Dana: where did the orders service move?", kind="episode", id="ask", metadata=meta("S")),
+                   dict(text="Sam: the service went to Frankfurt", kind="episode", id="answer", metadata=meta("S"))])
+    return st
+
+
+def test_a_session_neighbour_enters_the_candidates_through_the_wider_pool(tmp_path):
+    from earmem.memory.ranking import SESSION_POOL
+    q = "where did the orders service move?"
+    plain, sess = _session_store(tmp_path / "plain", False), _session_store(tmp_path / "sess", True)
+    ranked = plain.search(q, k=20).ids                       # the plain cosine order over all 8 turns
+    assert 4 <= ranked.index("answer") < SESSION_POOL * 4    # outside the first K = 4, inside the pool of 3 K
+    assert "answer" not in plain.search(q, k=4).ids          # without sessions: ranked exactly as before
+    got = sess.search(q, k=4)
+    assert got.ids[0] == "ask" and "answer" in got.ids      # its question turn lifts it into the K candidates
+    assert len(got.candidates.ids) == 4                      # the learner still sees K candidates
+    plain.close(); sess.close()

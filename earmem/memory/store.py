@@ -589,13 +589,25 @@ def session_lift(scores, rows, sessions, beta: float = SESSION_BETA) -> np.ndarr
     return lift
 
 # %% ../../nbs/memory/23_store.ipynb #029248bf
+from .ranking import SESSION_POOL, best_of_pool, row_sessions
+
 @patch
-def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
+def _pool(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
     "(rows, cosines, fused or None): the dense top-K, or with `retriever='hybrid'` and a text query, dense + lexical fused."
     c = self.config
     if c.retriever == "hybrid" and text != "<embedding>":
         return self._backend.hybrid_candidates(q, text, K, c.lexical_weight, balanced, flt)
     return (*self._backend.candidates(q, K, balanced, flt), None)
+
+@patch
+def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
+    "The K candidates of `_pool`; when they belong to sessions, the K best of a SESSION_POOL·K pool by frozen score + session lift (chapter 22a)."
+    rows, cos, fused = self._pool(text, q, K, balanced, flt)
+    if all(s is None for s in row_sessions(self._backend.index, rows)): return rows, cos, fused
+    rows, cos, fused = self._pool(text, q, SESSION_POOL * K, balanced, flt)
+    ix = self._backend.index  # PostgreSQL: the window of this pool
+    lift = session_lift(cos if fused is None else fused, rows, row_sessions(ix, rows))
+    return best_of_pool(rows, cos, fused, lift, K, ix.store[rows] if balanced else None)
 
 @patch
 def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:

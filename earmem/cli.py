@@ -347,13 +347,12 @@ _MODES = {"tables": _run_tables, "method": _run_method, "analysis": _run_analysi
 
 # %% ../nbs/cli/33_cli.ipynb #ac6b57de
 def _run_store(args, say: Callable) -> str:
-    "Mode store: chapter 31a's study on LoCoMo; its table and a JSON report."
+    "Mode store: chapter 31a's study on LoCoMo or LongMemEval (through their loaders); its table and a JSON report."
     import hashlib
     from earmem.core import Encoder
-    from earmem.store_study import STUDY_LEVELS, format_store_study, store_study
-    if args.benchmark != "locomo": raise ValueError("benchmark: mode store runs on locomo (LongMemEval through the store is not built yet)")
+    from earmem.store_study import STUDY_LEVELS, format_store_study, store_study, study_benchmark
     config = json.loads(args.store_config) if args.store_config else None
-    report = store_study(_experiment("load_locomo")(args.data, with_date=True), Encoder(args.encoder, progress=not args.quiet),
+    report = store_study(study_benchmark(args.benchmark, args.data), Encoder(args.encoder, progress=not args.quiet),
                          STUDY_LEVELS if args.level == "both" else (args.level,), args.seeds, config, args.k,
                          not args.quiet, say)
     stem = f"{args.benchmark}-store-{args.level}-seeds{args.seeds}-k{args.k}" + ("-config_" + hashlib.sha256(args.store_config.encode()).hexdigest()[:8] if args.store_config else "")

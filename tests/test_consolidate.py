@@ -85,9 +85,74 @@ def test_revert_and_learner_restart(tmp_path):
     assert _verdict(tmp_path / "s") == "old"
 
 
-def test_consolidate_refuses_postgres():
-    class U: url, path = "postgresql://u@h/db", "postgresql://u@h/db"
-    with pytest.raises(NotImplementedError, match="PostgreSQL backend"): MemoryStore._refuse_url(U(), "consolidate")
+def test_a_backend_that_cannot_stage_is_refused():
+    class U: url, path, _backend = "x://u@h/db", "x://u@h/db", object()
+    with pytest.raises(NotImplementedError, match="cannot stage new vectors"): MemoryStore._refuse_url(U(), "consolidate")
+
+
+# ================================================================================================ PostgreSQL (chapter 25b)
+def _pg(pg_url, enc=A):
+    import uuid
+    st = MemoryStore(pg_url, encoder=enc, namespace="c" + uuid.uuid4().hex[:10], config=StoreConfig(min_relevance=-1))
+    st.add_many([f"memory number {i} about topic {i % 7}" for i in range(50)], kind="fact")
+    return st
+
+
+def _pg_space(st, enc) -> float:
+    "The worst cosine between a stored vector of the namespace and `enc`'s vector of its text (1.0: all in `enc`'s space)."
+    rows = st._backend.dump_rows()
+    E = np.stack([np.frombuffer(r.embedding, np.float32) for r in rows])
+    V = np.asarray(enc.encode_documents([r.text for r in rows]), np.float32)
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    return float((E * V).sum(1).min())
+
+
+def test_postgres_switch_and_revert(pg_url):
+    st = _pg(pg_url)
+    hits = st.search("memory number 3", k=5); st.feedback(hits, cited=[hits.ids[0]])
+    reader = MemoryStore(pg_url, namespace=st.namespace, readonly=True)
+    out = st.switch_encoder(B, B.model_id, {"base": A.model_id, "key": "k1", "feedback_rows": 1}, progress=False)
+    assert (out["memories"], st.manifest["encoder"], st.lineage["key"]) == (50, B.model_id, "k1")
+    assert _pg_space(st, B) > 0.999 and st._backend.staged_count() == 0 and st._backend.check() == 50   # HNSW index valid
+    assert st._learner_seq == 1 and getattr(st._learner, "steps", 0) == 0   # a fresh adapter, past the logged row
+    assert reader.search("memory number 3", k=1).ids == [hits.ids[0]] and reader.encoder.model_id == B.model_id  # followed
+    again = MemoryStore(pg_url, namespace=st.namespace)                    # a new process sees the lineage in the manifest
+    assert again.lineage == {"base": A.model_id, "key": "k1", "feedback_rows": 1}
+    again.close()
+    assert st.revert_encoder(progress=False)["encoder"] == A.model_id and st.lineage is None and _pg_space(st, A) > 0.999
+    reader.close(); st.close()
+
+
+def test_postgres_readers_serve_the_old_vectors_while_staged(pg_url):
+    st = _pg(pg_url)
+    texts, _ = st._memory_texts()
+    st._backend.stage_vectors(cons._embed_rows(B, texts, 64, False))
+    assert st._backend.staged_count() == 50 and _pg_space(st, A) > 0.999 and st.manifest["encoder"] == A.model_id
+    assert st.search("memory number 3 about topic 3", k=1)[0].text == "memory number 3 about topic 3"
+    st.close()
+
+
+def test_postgres_switch_rolls_back_whole(pg_url, monkeypatch):
+    from earmem.memory.postgres import PostgresBackend
+    st = _pg(pg_url)
+    def boom(self, *a, **k): raise OSError("simulated crash inside the switch transaction")
+    monkeypatch.setattr(PostgresBackend, "save_manifest", boom)
+    with pytest.raises(OSError, match="simulated crash"):
+        st.switch_encoder(B, B.model_id, {"base": A.model_id, "key": "k2"}, progress=False)
+    monkeypatch.undo()
+    re = MemoryStore(pg_url, namespace=st.namespace)
+    assert re.manifest["encoder"] == A.model_id and re.lineage is None and _pg_space(re, A) > 0.999   # the old store, whole
+    re.close(); st.close()
+
+
+def test_postgres_switch_refuses_a_memory_without_a_staged_vector(pg_url, monkeypatch):
+    st = _pg(pg_url)
+    staged = type(st._backend).stage_vectors
+    monkeypatch.setattr(type(st._backend), "stage_vectors", lambda self, v: staged(self, dict(list(v.items())[:10])))
+    with pytest.raises(RuntimeError, match="40 memories .* have no staged vector"):
+        st.switch_encoder(B, B.model_id, {"base": A.model_id, "key": "k3"}, progress=False)
+    assert _pg_space(st, A) > 0.999 and st.manifest["encoder"] == A.model_id
+    st.close()
 
 
 # ================================================================================================ slow: SIGKILL loops

@@ -4,13 +4,13 @@
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #3e04ac29
 from __future__ import annotations
-import hashlib, json, os, shutil, time
+import hashlib, importlib, json, os, shutil, time
 from pathlib import Path
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
 from tqdm.auto import tqdm
-from ..core import Encoder, atomic_write_json, unit_rows
+from ..core import Encoder, atomic_write_json, default_cache_dir, unit_rows
 from .hygiene import encoder_from_id, iso
 from .storage import LEARNER_DIR, MANIFEST_NAME, fsync_tree
 from .sqlite import SQLiteBackend
@@ -18,8 +18,8 @@ from .store import MemoryStore, fingerprint_problem, probe_fingerprint, PROBE_TE
 import earmem.memory.chat, earmem.memory.trust  # every chapter that files methods on MemoryStore: importing this one loads them all
 
 # %% auto #0
-__all__ = ['ENCODERS_DIR', 'STORE_PREFIX', 'ENCODER_FIELDS', 'feedback_triples', 'train_steps', 'train_encoder', 'encoder_at',
-           'consolidate_shared']
+__all__ = ['ENCODERS_DIR', 'STORE_PREFIX', 'ENCODER_FIELDS', 'STAGING_MODULES', 'feedback_triples', 'train_steps',
+           'train_encoder', 'encoder_at', 'consolidate_shared']
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #10ef1247
 def feedback_triples(rows: Sequence, text_of: dict, negatives: int = 1) -> tuple:
@@ -122,17 +122,25 @@ def encoder_record(self: SQLiteBackend) -> dict | None:
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #d19c142e
 @patch
+def _switch_record(self: MemoryStore) -> dict | None:
+    "The encoder fields of the last committed switch: SQLite's `encoder_record`; a URL store's manifest, which its database holds."
+    if self.url is None: return self._backend.encoder_record()
+    m = self._backend.load_manifest() or {}
+    return {f: m.get(f) for f in ENCODER_FIELDS}
+
+@patch
 def _adopt_switch(self: MemoryStore):
     "Follow a committed encoder switch the manifest held in memory (or on disk) does not show yet."
-    if self.url is not None or self._backend is None or self._backend.db is None: return
-    rec = self._backend.encoder_record()
+    if self._backend is None or self._backend.db is None: return
+    rec = self._switch_record()
     if rec is None or all(self.manifest.get(f) == rec.get(f) for f in ENCODER_FIELDS): return
     self.manifest = {**{k: v for k, v in self.manifest.items() if k not in ENCODER_FIELDS}, **{k: v for k, v in rec.items() if v is not None}}
     self.dim, self._encoder, self._count_tokens = self.manifest["dim"], None, None
-    if not self.readonly:
+    if not self.readonly and self.url is None:
         try: atomic_write_json(self.path / MANIFEST_NAME, self.manifest)
         except OSError: pass  # the database's record stays the truth; the file is repaired at the next open
 
+# %% ../../nbs/memory/23d_consolidate.ipynb #a7d3e1c0
 _open_plain, _refresh_plain, _query_vector_plain = MemoryStore._open, MemoryStore._refresh, MemoryStore._query_vector
 
 @patch
@@ -157,15 +165,20 @@ def _query_vector(self: MemoryStore, query) -> tuple:
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #6a5ef7f1
 @patch
-def _memory_texts(self: MemoryStore, after_rev: int = 0) -> tuple:
+def memory_texts(self: SQLiteBackend, after_rev: int = 0) -> tuple:
     "({id: text} of the stored rows changed after revision `after_rev`, the revision read at)."
-    db = self._backend.db
-    rows = db.execute("SELECT id, text FROM memories WHERE rev > ?", (after_rev,)).fetchall()
-    return dict(rows), int(db.execute("SELECT value FROM meta WHERE key='rev'").fetchone()[0])
+    rows = self.db.execute("SELECT id, text FROM memories WHERE rev > ?", (after_rev,)).fetchall()
+    return dict(rows), int(self.db.execute("SELECT value FROM meta WHERE key='rev'").fetchone()[0])
 
-def _embed_rows(enc, texts: dict, dim: int, progress: bool = True, batch: int = 256) -> dict:
-    "{id: unit vector} of `texts` under `enc.encode_documents`, in batches (progress bar with ETA)."
-    ids, out = list(texts), {}
+@patch
+def _memory_texts(self: MemoryStore, after_rev: int = 0) -> tuple:
+    "The backend's ({id: text} changed after `after_rev`, revision read at): what a switch must re-embed."
+    return self._backend.memory_texts(after_rev)
+
+# %% ../../nbs/memory/23d_consolidate.ipynb #e1b7c5a4
+def _embed_rows(enc, texts: dict, dim: int, progress: bool = True, batch: int = 512) -> dict:
+    "{id: unit vector} of `texts` under `enc.encode_documents`, sorted by length so a batch pads little (progress bar with ETA)."
+    ids, out = sorted(texts, key=lambda m: len(texts[m])), {}
     for i in tqdm(range(0, len(ids), batch), desc="consolidating: re-embedding", unit="batch", disable=not progress or len(ids) <= batch):
         chunk = ids[i:i + batch]
         V = unit_rows(np.asarray(enc.encode_documents([texts[m] for m in chunk]), np.float32))
@@ -174,17 +187,27 @@ def _embed_rows(enc, texts: dict, dim: int, progress: bool = True, batch: int = 
     return out
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #ed255666
+STAGING_MODULES = {"earmem.memory.postgres": "earmem.memory.pg_consolidate"}  # a backend's module -> the chapter that teaches it to stage vectors (25b)
+
 @patch
 def _refuse_url(self: MemoryStore, what: str):
-    "NotImplementedError for a PostgreSQL store (its switch needs new vectors beside the old and an HNSW index built first)."
-    if self.url is not None:
-        raise NotImplementedError(f"{what}: not implemented for the PostgreSQL backend ({self.path}) yet; only folder (SQLite) "
-                                  "stores can consolidate. Nothing was changed")
+    "NotImplementedError when the store's backend cannot stage new vectors beside the old (after loading the chapter that teaches it)."
+    b = getattr(self, "_backend", None)
+    if type(b).__module__ in STAGING_MODULES: importlib.import_module(STAGING_MODULES[type(b).__module__])
+    if not hasattr(b, "stage_vectors"):
+        raise NotImplementedError(f"{what}: the backend {type(b).__name__} of {self.path} cannot stage new vectors beside the old; "
+                                  "nothing was changed")
+
+@patch
+def stage_vectors(self: SQLiteBackend, vectors: dict) -> dict:
+    "SQLite keeps the new vectors in memory until the switch's transaction writes them: all of them are left to write."
+    return vectors
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #1eb328a1
 @patch
 def _fresh_checkpoint(self: MemoryStore, seq: int) -> str:
-    "Save an untrained learner as checkpoint v<seq> (inside the switch transaction, not yet pointed at); its version."
+    "Save an untrained learner as checkpoint v<seq> (inside the switch transaction; a folder's is not yet pointed at); its version."
+    if self.url is not None: return self._backend.save_learner(self._new_learner(), seq, force=True)  # rows in the same transaction
     version = f"v{seq:08d}-{time.time_ns():x}-{os.getpid()}"
     folder = self.path / LEARNER_DIR / version
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -198,12 +221,13 @@ def switch_encoder(self: MemoryStore, enc, encoder_id: str, lineage: dict | None
     if self.readonly: raise PermissionError(f"store: {self.path} is read-only ({self.readonly_reason}); nothing was written")
     texts, rev0 = self._memory_texts()
     t0 = time.perf_counter(); vectors = _embed_rows(enc, texts, self.dim, progress); seconds = time.perf_counter() - t0
+    left = self._backend.stage_vectors(vectors)        # PostgreSQL: written beside the serving ones; SQLite: kept for the commit
     probe = np.asarray(enc.encode_documents([PROBE_TEXT]))[0]
     record = {"encoder": encoder_id, "dim": self.dim, "probe": probe_fingerprint(probe), "lineage": lineage}
     with self._lock:
         with self._backend.write() as rev:
-            vectors.update(_embed_rows(enc, self._memory_texts(rev0)[0], self.dim, False))  # rows written meanwhile
-            self._backend.switch_vectors(vectors, record, self._fresh_checkpoint(self._backend.last_feedback()), rev)
+            left.update(_embed_rows(enc, self._memory_texts(rev0)[0], self.dim, False))  # rows written meanwhile
+            self._backend.switch_vectors(left, record, self._fresh_checkpoint(self._backend.last_feedback()), rev)
         self._adopt_switch(); self._encoder = enc; self._sync_learner()
     return {"memories": len(vectors), "encode_seconds": round(seconds, 1), "encoder": encoder_id}
 
@@ -260,9 +284,9 @@ def consolidate(self: MemoryStore,
     if dry_run: return {"dry_run": True, **est}
     if len(plan["triples"]) < min_triples:
         raise ValueError(f"feedback: the log gives {len(plan['triples'])} triples (cited, shown-but-uncited pairs); need at least {min_triples}")
-    t0, out = time.perf_counter(), self.path / ENCODERS_DIR / plan["key"]
+    t0, out = time.perf_counter(), self._encoders_root() / plan["key"]
     trained = train_encoder(_base_folder(self._base_id()), plan["triples"], out, seed=self.config.seed, progress=progress, epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length)
-    enc_id = f"{STORE_PREFIX}{ENCODERS_DIR}/{plan['key']}"
+    enc_id = f"{STORE_PREFIX}{ENCODERS_DIR}/{plan['key']}" if self.url is None else str(out.resolve())  # a URL store: the folder
     lineage = {"base": self._base_id(), "key": plan["key"], "feedback_rows": len(plan["rows"]), "rows_used": plan["used"],
                "triples": len(plan["triples"]), "last_feedback": plan["last_feedback"], "at": iso(time.time()), **plan["settings"]}
     switched = self.switch_encoder(encoder_at(self.path, enc_id), enc_id, lineage, progress)
@@ -272,9 +296,15 @@ def consolidate(self: MemoryStore,
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #fed077e1
 @patch
+def _encoders_root(self: MemoryStore) -> Path:
+    "Where the store's fine-tuned models go: `<store>/encoders/`; a URL store's under the cache, one folder per database and namespace."
+    if self.url is None: return self.path / ENCODERS_DIR
+    return default_cache_dir() / "store-encoders" / hashlib.sha256(f"{self.url}#{self.namespace}".encode()).hexdigest()[:16]
+
+@patch
 def _prune_encoders(self: MemoryStore) -> int:
     "Remove fine-tuned models the store no longer uses (and leftovers of interrupted trainings of dead processes); how many went."
-    root, cur = self.path / ENCODERS_DIR, self.manifest["encoder"].removeprefix(f"{STORE_PREFIX}{ENCODERS_DIR}/")
+    root, cur = self._encoders_root(), Path(self.manifest["encoder"].removeprefix(STORE_PREFIX)).name
     if not root.is_dir(): return 0
     def stale(p):
         if p.name == cur: return False
@@ -286,7 +316,9 @@ def _prune_encoders(self: MemoryStore) -> int:
     for p in gone: shutil.rmtree(p, ignore_errors=True)
     return len(gone)
 
+# %% ../../nbs/memory/23d_consolidate.ipynb #c9f5a3e2
 def _alive(pid: int) -> bool:
+    "Whether process `pid` still runs (a training folder of a live process is not a leftover)."
     try: os.kill(pid, 0)
     except ProcessLookupError: return False
     except PermissionError: return True

@@ -2,8 +2,9 @@
 whole. Fast: the switch primitive with hashing encoders (a fault between the commit and the manifest file, a reader in another
 process following the switch). Slow: SIGKILL at random moments of `consolidate()` on the bundled MiniLM, and of the switch alone.
 
-CI size: 5 trials each. Full run (>= 50 trials):
-    EARMEM_CONSOLIDATE_CRASH_TRIALS=50 pytest -q -m slow tests/test_consolidate.py -s"""
+Each kill aims at a phase (start, fine-tuning, re-embedding, the switch transaction, after the commit) measured by one traced run,
+and the verdicts are counted per phase the kill landed in (the child's trace says). CI size: 5 trials each. Full run (>= 50 trials):
+    EARMEM_CONSOLIDATE_CRASH_TRIALS=50 nice -n 10 pytest -q -m slow tests/test_consolidate.py -k sigkill -s"""
 import json, os, random, shutil, signal, subprocess, sys, textwrap, time
 from pathlib import Path
 
@@ -156,19 +157,70 @@ def test_postgres_switch_refuses_a_memory_without_a_staged_vector(pg_url, monkey
 
 
 # ================================================================================================ slow: SIGKILL loops
-def _kill_loop(tmp_path, template, code, trials, span):
-    "Copy `template`, run `code` on the copy, SIGKILL it after a random share of `span` seconds; the verdicts counted."
-    rng, counts = random.Random(0), {}
+PHASES = ("start", "train", "re-embed", "switch", "committed", "finished")  # where a kill can land, in order
+
+TRACE = """
+import os, sys, time
+import earmem.memory.consolidate as C
+trace = open({trace!r}, "a", buffering=1)
+last = ["start"]
+def mark(p): last[0] = p; trace.write(f"{{p}} {{time.time()}}\\n")
+def before(owner, name, phase, after=()):
+    f = getattr(owner, name)
+    def g(*a, **k):
+        if not after or last[0] in after: mark(phase)
+        return f(*a, **k)
+    setattr(owner, name, g)
+before(C, "train_encoder", "train"); before(C, "_embed_rows", "re-embed", after=("start", "train"))
+before(C.SQLiteBackend, "switch_vectors", "switch"); before(C.MemoryStore, "_sync_learner", "committed", after=("switch",))
+mark("start")
+"""
+
+
+def _phases(trace: Path) -> list:
+    "(phase, time) marks a traced child wrote before it died or finished."
+    if not trace.exists(): return []
+    return [(p, float(t)) for p, t in (line.split() for line in trace.read_text().splitlines() if line.strip())]
+
+
+def _kill_loop(tmp_path, template, code, trials, windows, span):
+    """Copy `template`, run `code` (traced) on the copy and SIGKILL it: trial t aims at phase t mod len(windows) (a uniform moment of
+    that phase's window in the timed run, seconds from launch), every 4th trial at a uniform moment of the whole run. Counts the
+    verdicts per phase the kill landed in (read from the child's trace)."""
+    rng, counts, aims = random.Random(0), {}, list(windows)
     for t in range(trials):
-        path = tmp_path / f"t{t}"; shutil.copytree(template, path)
-        p = subprocess.Popen([sys.executable, "-c", code.format(path=str(path))], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try: p.wait(timeout=rng.uniform(0.1, 1.1) * span)
-        except subprocess.TimeoutExpired: os.kill(p.pid, signal.SIGKILL); p.wait()
+        path, trace = tmp_path / f"t{t}", tmp_path / f"t{t}.trace"; shutil.copytree(template, path)
+        if t % 4 == 3: at = rng.uniform(0.02, 1.05) * span
+        else: lo, hi = windows[aims[t % len(aims)]]; at = rng.uniform(lo, hi)
+        t0 = time.time()
+        p = subprocess.Popen([sys.executable, "-c", TRACE.format(trace=str(trace)) + code.format(path=str(path))], env=ENV,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try: p.wait(timeout=at); landed = "finished"
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL); p.wait()
+            marks = [m for m, _ in _phases(trace)]
+            landed = marks[-1] if marks else "launch"
         v = _verdict(path)
-        counts[v] = counts.get(v, 0) + 1
-        shutil.rmtree(path, ignore_errors=True)
-    print(f"\n[consolidate SIGKILL] {trials} trials over {span:.1f} s: {counts}")
+        counts.setdefault(landed, {}).setdefault(v, 0); counts[landed][v] += 1
+        shutil.rmtree(path, ignore_errors=True); trace.unlink(missing_ok=True)
+    print(f"\n[consolidate SIGKILL] {trials} trials over {span:.1f} s; kills per phase -> verdicts: {json.dumps(counts)}")
     return counts
+
+
+def _timed(code, template, tmp_path) -> tuple:
+    "(phase windows in seconds from launch, total seconds) of one traced, unkilled run of `code` on a copy of `template`."
+    path, trace = tmp_path / "timed", tmp_path / "timed.trace"; shutil.copytree(template, path)
+    t0 = time.time()
+    subprocess.run([sys.executable, "-c", TRACE.format(trace=str(trace)) + code.format(path=str(path))], env=ENV, check=True, timeout=1800)
+    span = time.time() - t0
+    marks = [(m, at - t0) for m, at in _phases(trace)] + [("finished", span)]
+    windows = {m: (at, nxt) for (m, at), (_, nxt) in zip(marks, marks[1:])}
+    windows["start"] = (0.0, windows.get("start", (0.0, marks[0][1]))[1])   # the launch (imports) counts as start
+    assert _verdict(path) == "new"
+    shutil.rmtree(path); trace.unlink()
+    print(f"\n[consolidate SIGKILL] timed run: {span:.1f} s; phase windows (s from launch): "
+          + ", ".join(f"{m} {a:.1f}-{b:.1f}" for m, (a, b) in windows.items()))
+    return windows, span
 
 
 SWITCH = """
@@ -182,21 +234,18 @@ from earmem.memory import MemoryStore
 st = MemoryStore({path!r}); st.consolidate(progress=False)"""
 
 
-def _timed(code, template, tmp_path) -> float:
-    path = tmp_path / "timed"; shutil.copytree(template, path)
-    t0 = time.perf_counter(); subprocess.run([sys.executable, "-c", code.format(path=str(path))], env=ENV, check=True, timeout=900)
-    span = time.perf_counter() - t0
-    assert _verdict(path) == "new"
-    shutil.rmtree(path)
-    return span
+def _check(counts):
+    bad = {ph: v for ph, vs in counts.items() for v in vs if v not in ("old", "new")}
+    assert not bad, bad
+    assert all(set(vs) <= {"old"} for ph, vs in counts.items() if ph in ("launch", "start", "train", "re-embed")), counts   # before the commit: old
+    assert all(set(vs) <= {"new"} for ph, vs in counts.items() if ph in ("committed", "finished")), counts                 # after it: new
 
 
 @pytest.mark.slow
 def test_sigkill_during_switch(tmp_path):
     _store(tmp_path / "template", n=5000).close()
-    span = _timed(SWITCH, tmp_path / "template", tmp_path)
-    counts = _kill_loop(tmp_path, tmp_path / "template", SWITCH, TRIALS, span)
-    assert set(counts) <= {"old", "new"}, counts
+    windows, span = _timed(SWITCH, tmp_path / "template", tmp_path)
+    _check(_kill_loop(tmp_path, tmp_path / "template", SWITCH, TRIALS, windows, span))
 
 
 @pytest.mark.slow
@@ -207,6 +256,5 @@ def test_sigkill_during_consolidate(tmp_path):
         hits = st.search(f"memory number {i} about topic {i % 7}", k=5)
         st.feedback(hits, cited=[h.id for h in hits if h.text == f"memory number {i} about topic {i % 7}"])
     st.close()
-    span = _timed(CONSOLIDATE, tmp_path / "template", tmp_path)
-    counts = _kill_loop(tmp_path, tmp_path / "template", CONSOLIDATE, TRIALS, span)
-    assert set(counts) <= {"old", "new"}, counts
+    windows, span = _timed(CONSOLIDATE, tmp_path / "template", tmp_path)
+    _check(_kill_loop(tmp_path, tmp_path / "template", CONSOLIDATE, TRIALS, windows, span))

@@ -5,12 +5,13 @@
 # %% ../../nbs/memory/23d_consolidate.ipynb #3e04ac29
 from __future__ import annotations
 import hashlib, importlib, json, os, shutil, time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
 from tqdm.auto import tqdm
-from ..core import Encoder, atomic_write_json, default_cache_dir, unit_rows
+from ..core import Encoder, atomic_write_json, check_positive_int, default_cache_dir, unit_rows
 from .hygiene import encoder_from_id, iso
 from .storage import LEARNER_DIR, MANIFEST_NAME, fsync_tree
 from .sqlite import SQLiteBackend
@@ -18,8 +19,9 @@ from .store import MemoryStore, fingerprint_problem, probe_fingerprint, PROBE_TE
 import earmem.memory.chat, earmem.memory.trust  # every chapter that files methods on MemoryStore: importing this one loads them all
 
 # %% auto #0
-__all__ = ['ENCODERS_DIR', 'STORE_PREFIX', 'ENCODER_FIELDS', 'STAGING_MODULES', 'feedback_triples', 'train_steps',
-           'train_encoder', 'encoder_at', 'consolidate_shared']
+__all__ = ['THREADS_ENV', 'ENCODERS_DIR', 'STORE_PREFIX', 'ENCODER_FIELDS', 'STAGING_MODULES', 'feedback_triples',
+           'length_batches', 'train_steps', 'train_encoder', 'consolidation_threads', 'torch_threads', 'encoder_at',
+           'consolidate_shared']
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #10ef1247
 def feedback_triples(rows: Sequence, text_of: dict, negatives: int = 1) -> tuple:
@@ -33,6 +35,16 @@ def feedback_triples(rows: Sequence, text_of: dict, negatives: int = 1) -> tuple
         new = [(r.query, p, n) for p in pos for n in neg[:negatives]]  # the slate is in rank order: hardest first
         triples += new; used += bool(new)
     return triples, used
+
+# %% ../../nbs/memory/23d_consolidate.ipynb #f2c8d6b5
+def length_batches(triples: Sequence[tuple], batch_size: int, rng, pool: int = 16) -> list:
+    "Index batches covering `triples` once: shuffled, pools of `pool` batches sorted by memory-text length, the batches shuffled."
+    order, size = rng.permutation(len(triples)), lambda j: max(len(triples[j][1]), len(triples[j][2]))
+    batches = []
+    for i in range(0, len(order), pool * batch_size):
+        part = sorted(order[i:i + pool * batch_size].tolist(), key=size)
+        batches += [part[k:k + batch_size] for k in range(0, len(part), batch_size)]
+    return [batches[j] for j in rng.permutation(len(batches))]
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #d0754ae4
 def _mnrl(model):
@@ -54,9 +66,8 @@ def train_steps(model, triples: Sequence[tuple], epochs: int = 1, batch_size: in
     model.train(); losses = []
     with tqdm(total=total, desc="consolidating: fine-tuning", unit="step", disable=not progress) as bar:
         for _ in range(epochs):
-            order = rng.permutation(len(triples))
-            for i in range(0, len(order), batch_size):
-                batch = [triples[j] for j in order[i:i + batch_size]]
+            for idx in length_batches(triples, batch_size, rng):
+                batch = [triples[j] for j in idx]
                 loss = loss_fn([prep([t[c] for t in batch]) for c in range(3)], None)
                 opt.zero_grad(); loss.backward(); opt.step(); sched.step()
                 losses.append(float(loss.item())); bar.update()
@@ -77,6 +88,23 @@ def train_encoder(base: str | Path, triples: Sequence[tuple], out: str | Path, e
     model.save(str(tmp), safe_serialization=True); fsync_tree(tmp)
     shutil.rmtree(out, ignore_errors=True); os.replace(tmp, out)
     return {"losses": losses, "seconds": round(time.perf_counter() - t0, 1), "steps": len(losses)}
+
+# %% ../../nbs/memory/23d_consolidate.ipynb #c5f1a9e8
+THREADS_ENV = "EARMEM_CONSOLIDATE_THREADS"
+
+def consolidation_threads() -> int:
+    "Torch threads for training and re-embedding: $EARMEM_CONSOLIDATE_THREADS, else the cores the 1-minute load average leaves idle (at least 1)."
+    if os.environ.get(THREADS_ENV): return check_positive_int(int(os.environ[THREADS_ENV]), THREADS_ENV)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, int(cores + 0.5 - os.getloadavg()[0])))
+
+@contextmanager
+def torch_threads(n: int):
+    "Run the block with `n` torch threads (the previous count restored after)."
+    import torch
+    old = torch.get_num_threads(); torch.set_num_threads(n)
+    try: yield n
+    finally: torch.set_num_threads(old)
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #f4a561a2
 ENCODERS_DIR = "encoders"   # a store's own fine-tuned models: <store>/encoders/<key>/
@@ -177,14 +205,14 @@ def _memory_texts(self: MemoryStore, after_rev: int = 0) -> tuple:
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #e1b7c5a4
 def _embed_rows(enc, texts: dict, dim: int, progress: bool = True, batch: int = 512) -> dict:
-    "{id: unit vector} of `texts` under `enc.encode_documents`, sorted by length so a batch pads little (progress bar with ETA)."
-    ids, out = sorted(texts, key=lambda m: len(texts[m])), {}
-    for i in tqdm(range(0, len(ids), batch), desc="consolidating: re-embedding", unit="batch", disable=not progress or len(ids) <= batch):
-        chunk = ids[i:i + batch]
-        V = unit_rows(np.asarray(enc.encode_documents([texts[m] for m in chunk]), np.float32))
+    "{id: unit vector} of `texts` under `enc.encode_documents`: each distinct text once, sorted by length so a batch pads little (progress with ETA)."
+    uniq, got = sorted(set(texts.values()), key=len), {}
+    for i in tqdm(range(0, len(uniq), batch), desc="consolidating: re-embedding", unit="batch", disable=not progress or len(uniq) <= batch):
+        chunk = uniq[i:i + batch]
+        V = unit_rows(np.asarray(enc.encode_documents(chunk), np.float32))
         if V.shape != (len(chunk), dim): raise ValueError(f"encoder: produced shape {V.shape}; the store holds dimension {dim}")
-        out.update(zip(chunk, V.astype(np.float32)))
-    return out
+        got.update(zip(chunk, V.astype(np.float32)))
+    return {m: got[t] for m, t in texts.items()}
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #ed255666
 STAGING_MODULES = {"earmem.memory.postgres": "earmem.memory.pg_consolidate"}  # a backend's module -> the chapter that teaches it to stage vectors (25b)
@@ -285,14 +313,15 @@ def consolidate(self: MemoryStore,
     if len(plan["triples"]) < min_triples:
         raise ValueError(f"feedback: the log gives {len(plan['triples'])} triples (cited, shown-but-uncited pairs); need at least {min_triples}")
     t0, out = time.perf_counter(), self._encoders_root() / plan["key"]
-    trained = train_encoder(_base_folder(self._base_id()), plan["triples"], out, seed=self.config.seed, progress=progress, epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length)
-    enc_id = f"{STORE_PREFIX}{ENCODERS_DIR}/{plan['key']}" if self.url is None else str(out.resolve())  # a URL store: the folder
-    lineage = {"base": self._base_id(), "key": plan["key"], "feedback_rows": len(plan["rows"]), "rows_used": plan["used"],
-               "triples": len(plan["triples"]), "last_feedback": plan["last_feedback"], "at": iso(time.time()), **plan["settings"]}
-    switched = self.switch_encoder(encoder_at(self.path, enc_id), enc_id, lineage, progress)
+    with torch_threads(consolidation_threads()) as threads:
+        trained = train_encoder(_base_folder(self._base_id()), plan["triples"], out, seed=self.config.seed, progress=progress, epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length)
+        enc_id = f"{STORE_PREFIX}{ENCODERS_DIR}/{plan['key']}" if self.url is None else str(out.resolve())  # a URL store: the folder
+        lineage = {"base": self._base_id(), "key": plan["key"], "feedback_rows": len(plan["rows"]), "rows_used": plan["used"],
+                   "triples": len(plan["triples"]), "last_feedback": plan["last_feedback"], "at": iso(time.time()), **plan["settings"]}
+        switched = self.switch_encoder(encoder_at(self.path, enc_id), enc_id, lineage, progress)
     self._prune_encoders()
     return {"dry_run": False, **est, "train_seconds": trained["seconds"], "steps": trained["steps"],
-            "final_loss": round(trained["losses"][-1], 4), **switched, "minutes": round((time.perf_counter() - t0) / 60, 2)}
+            "final_loss": round(trained["losses"][-1], 4), **switched, "threads": threads, "minutes": round((time.perf_counter() - t0) / 60, 2)}
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #fed077e1
 @patch
@@ -331,7 +360,7 @@ def revert_encoder(self: MemoryStore, progress: bool = True) -> dict:
     self._check_open(); self._refuse_url("revert_encoder")
     if self.lineage is None: raise ValueError(f"store: {self.path} already uses its base encoder {self.manifest['encoder']!r}; nothing to revert")
     base = self._base_id()
-    out = self.switch_encoder(encoder_from_id(base), base, None, progress)
+    with torch_threads(consolidation_threads()): out = self.switch_encoder(encoder_from_id(base), base, None, progress)
     self._prune_encoders()
     return out
 
@@ -350,9 +379,10 @@ def consolidate_shared(stores: Sequence[MemoryStore], folder: str | Path, target
     if len(bases) != 1: raise ValueError(f"stores: they were made with different base encoders {sorted(bases)}; one model cannot serve them")
     triples = [t for p in plans for t in p["triples"]]
     t0, base = time.perf_counter(), bases.pop()
-    trained = train_encoder(_base_folder(base), triples, folder, epochs, batch_size, 1e-4, max_seq_length, progress=progress)
-    enc_id, lineage = str(Path(folder).resolve()), {"base": base, "key": Path(folder).name, "shared": True, "at": iso(time.time()),
-                                                    "feedback_rows": sum(len(p["rows"]) for p in plans), "triples": len(triples)}
-    enc = Encoder(enc_id, cache=False, progress=False)
-    for s in targets if targets is not None else stores: s.switch_encoder(enc, enc_id, lineage, progress)
+    with torch_threads(consolidation_threads()):
+        trained = train_encoder(_base_folder(base), triples, folder, epochs, batch_size, 1e-4, max_seq_length, progress=progress)
+        enc_id, lineage = str(Path(folder).resolve()), {"base": base, "key": Path(folder).name, "shared": True, "at": iso(time.time()),
+                                                        "feedback_rows": sum(len(p["rows"]) for p in plans), "triples": len(triples)}
+        enc = Encoder(enc_id, cache=False, progress=False)
+        for s in targets if targets is not None else stores: s.switch_encoder(enc, enc_id, lineage, progress)
     return {"triples": len(triples), "train_seconds": trained["seconds"], "minutes": round((time.perf_counter() - t0) / 60, 2)}

@@ -183,19 +183,30 @@ def _phases(trace: Path) -> list:
     return [(p, float(t)) for p, t in (line.split() for line in trace.read_text().splitlines() if line.strip())]
 
 
+def _wait_for(p, trace: Path, phase: str, limit: float) -> bool:
+    "Poll the child's trace until it marks `phase` (True), or it exits / `limit` seconds pass (False)."
+    end = time.time() + limit
+    while time.time() < end and p.poll() is None:
+        if any(m == phase for m, _ in _phases(trace)): return True
+        time.sleep(0.01)
+    return False
+
+
 def _kill_loop(tmp_path, template, code, trials, windows, span):
-    """Copy `template`, run `code` (traced) on the copy and SIGKILL it: trial t aims at phase t mod len(windows) (a uniform moment of
-    that phase's window in the timed run, seconds from launch), every 4th trial at a uniform moment of the whole run. Counts the
-    verdicts per phase the kill landed in (read from the child's trace)."""
+    """Copy `template`, run `code` (traced) on the copy and SIGKILL it: trial t aims at phase t mod len(windows), killed a uniform
+    share of that phase's measured length after the child marks it; every 4th trial at a uniform moment of the whole run instead.
+    Counts the verdicts per phase the kill landed in (read from the child's trace)."""
     rng, counts, aims = random.Random(0), {}, list(windows)
     for t in range(trials):
         path, trace = tmp_path / f"t{t}", tmp_path / f"t{t}.trace"; shutil.copytree(template, path)
-        if t % 4 == 3: at = rng.uniform(0.02, 1.05) * span
-        else: lo, hi = windows[aims[t % len(aims)]]; at = rng.uniform(lo, hi)
-        t0 = time.time()
         p = subprocess.Popen([sys.executable, "-c", TRACE.format(trace=str(trace)) + code.format(path=str(path))], env=ENV,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try: p.wait(timeout=at); landed = "finished"
+        if t % 4 == 3: delay = rng.uniform(0.02, 1.05) * span
+        else:
+            aim = aims[t % len(aims)]; lo, hi = windows[aim]
+            delay = rng.uniform(0, hi - lo) if aim == "start" or _wait_for(p, trace, aim, 3 * span) else 0.0
+            if aim == "start": delay = rng.uniform(0, hi)
+        try: p.wait(timeout=delay); landed = "finished"
         except subprocess.TimeoutExpired:
             os.kill(p.pid, signal.SIGKILL); p.wait()
             marks = [m for m, _ in _phases(trace)]
@@ -258,3 +269,82 @@ def test_sigkill_during_consolidate(tmp_path):
     st.close()
     windows, span = _timed(CONSOLIDATE, tmp_path / "template", tmp_path)
     _check(_kill_loop(tmp_path, tmp_path / "template", CONSOLIDATE, TRIALS, windows, span))
+
+
+# ================================================================================================ slow: PostgreSQL
+PG_TRACE = """
+import earmem.memory.pg_consolidate as PGC
+before(PGC.PostgresBackend, "stage_vectors", "stage"); before(PGC.PostgresBackend, "switch_vectors", "switch")
+"""
+
+PG_SWITCH = """
+from earmem.memory import MemoryStore
+from earmem.memory.hygiene import HashingEncoder
+st = MemoryStore({url!r}, namespace={ns!r}); b = HashingEncoder(64, 1)
+st.switch_encoder(b, b.model_id, {{"base": st.manifest["encoder"], "key": "kx"}}, progress=False)"""
+
+
+def _pg_verdict(pg_url, ns) -> str:
+    st = MemoryStore(pg_url, namespace=ns)
+    try:
+        st._backend.check()
+        worst = _pg_space(st, st.encoder)
+        if worst < 0.999: return f"half-switched: cosine {worst:.3f} under {st.manifest['encoder']}"
+        return "old" if st.lineage is None else "new"
+    finally: st.close()
+
+
+@pytest.mark.slow
+def test_sigkill_during_postgres_switch(pg_url, tmp_path):
+    "SIGKILL while a PostgreSQL namespace of 3,000 memories is re-embedded, staged and switched: old or new, whole, every time."
+    import uuid
+    def fresh():
+        ns = "k" + uuid.uuid4().hex[:10]
+        st = MemoryStore(pg_url, encoder=A, namespace=ns, config=StoreConfig(min_relevance=-1))
+        st.add_many([f"memory number {i} about topic {i % 7}" for i in range(3000)], kind="fact"); st.close()
+        return ns
+    rng, counts, ns = random.Random(1), {}, fresh()
+    trace = tmp_path / "timed.trace"
+    t0 = time.time()
+    subprocess.run([sys.executable, "-c", TRACE.format(trace=str(trace)) + PG_TRACE + PG_SWITCH.format(url=pg_url, ns=ns)], env=ENV, check=True, timeout=900)
+    span = time.time() - t0
+    assert _pg_verdict(pg_url, ns) == "new"
+    marks = [(m, at - t0) for m, at in _phases(trace)] + [("finished", span)]
+    windows = {m: (a, b) for (m, a), (_, b) in zip(marks, marks[1:])}
+    print(f"\n[postgres SIGKILL] timed run {span:.1f} s; windows: " + ", ".join(f"{m} {a:.1f}-{b:.1f}" for m, (a, b) in windows.items()))
+    aims = [m for m in windows if m != "start"]
+    for t in range(TRIALS):
+        ns, trace = fresh(), tmp_path / f"t{t}.trace"
+        p = subprocess.Popen([sys.executable, "-c", TRACE.format(trace=str(trace)) + PG_TRACE + PG_SWITCH.format(url=pg_url, ns=ns)],
+                             env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if t % 4 == 3: delay = rng.uniform(0.02, 1.05) * span
+        else:
+            aim = aims[t % len(aims)]; lo, hi = windows[aim]
+            delay = rng.uniform(0, hi - lo) if _wait_for(p, trace, aim, 3 * span) else 0.0
+        try: p.wait(timeout=delay); landed = "finished"
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL); p.wait()
+            marks = [m for m, _ in _phases(trace)]; landed = marks[-1] if marks else "launch"
+        v = _pg_verdict(pg_url, ns)
+        counts.setdefault(landed, {}).setdefault(v, 0); counts[landed][v] += 1
+    print(f"[postgres SIGKILL] {TRIALS} trials; kills per phase -> verdicts: {json.dumps(counts)}")
+    _check(counts)
+
+
+@pytest.mark.slow
+def test_postgres_consolidate_with_minilm(pg_url):
+    "The whole consolidation on PostgreSQL with the bundled MiniLM: trained, staged, switched, lineage in the manifest, reverted."
+    import uuid
+    from earmem.core import Encoder
+    st = _pg(pg_url, enc=Encoder(cache=False, progress=False))
+    for i in range(30):
+        hits = st.search(f"memory number {i} about topic {i % 7}", k=5)
+        st.feedback(hits, cited=[h.id for h in hits if h.text == f"memory number {i} about topic {i % 7}"])
+    est = st.consolidate(dry_run=True)
+    out = st.consolidate(progress=False)
+    assert out["triples"] == est["triples"] > 0 and st.lineage["key"] == out["key"] and st.lineage["feedback_rows"] == 30
+    assert Path(st.manifest["encoder"]).is_dir() and _pg_space(st, st.encoder) > 0.999 and st._backend.check() == 50
+    assert st.search("memory number 3 about topic 3", k=1)[0].text == "memory number 3 about topic 3"
+    st.revert_encoder(progress=False)
+    assert st.lineage is None and _pg_space(st, st.encoder) > 0.999 and not Path(out["encoder"]).exists()
+    st.close()

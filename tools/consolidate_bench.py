@@ -14,6 +14,7 @@ from earmem.core import Encoder
 from earmem.ear.critic import CitationSimulator
 from earmem.experiments.data import load_locomo
 from earmem.memory import MemoryStore, StoreConfig
+from earmem.memory.storage import MANIFEST_NAME
 from earmem.store_study import query_split
 import earmem.memory.consolidate  # noqa: F401  (files consolidate() on MemoryStore)
 
@@ -45,7 +46,7 @@ def build(folder: Path, n: int) -> dict:
 
 folder = Path(a.folder) if a.folder else Path(tempfile.mkdtemp()) / "bench"
 t0 = time.perf_counter()
-built = build(folder, a.memories) if not (folder / "manifest.json").exists() else {"reused": str(folder)}
+built = build(folder, a.memories) if not (folder / MANIFEST_NAME).exists() else {"reused": str(folder)}
 print(f"# store: {built} in {time.perf_counter() - t0:.0f} s at {folder}", flush=True)
 print(f"# uptime before: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}", flush=True)
 PHASES = {}

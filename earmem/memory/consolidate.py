@@ -293,7 +293,7 @@ def _estimate(self: MemoryStore, plan: dict, sample: int = 64) -> dict:
     texts = list(plan["texts"].values())[:sample] or ["a memory"]
     base.encode_documents(texts[:2]); t0 = time.perf_counter()  # the first call loads the model: not timed
     base.encode_documents(texts); rate = len(texts) / max(time.perf_counter() - t0, 1e-6)
-    train = 20 + 3 * 6 * len(plan["triples"]) * plan["settings"]["epochs"] / rate  # load + save; 3 texts a triple, a step ≈ 6 encodes (measured)
+    train = 20 + 3 * 4 * len(plan["triples"]) * plan["settings"]["epochs"] / rate  # load + save; 3 texts a triple, each ≈ 4 encodes (measured)
     embed = len(plan["texts"]) / rate
     return {"memories": len(plan["texts"]), "feedback_rows": len(plan["rows"]), "rows_used": plan["used"],
             "triples": len(plan["triples"]), "encode_per_second": round(rate, 1), "key": plan["key"],
@@ -308,12 +308,12 @@ def consolidate(self: MemoryStore,
     "Fine-tune a copy of the base encoder on the feedback log's triples, re-embed every memory, switch the store to it in one commit."
     self._check_open(); self._refuse_url("consolidate")
     plan = self._plan(epochs, batch_size, max_seq_length, negatives)
-    est = self._estimate(plan)
+    with torch_threads(consolidation_threads()) as threads: est = self._estimate(plan)   # measured as it will run
     if dry_run: return {"dry_run": True, **est}
     if len(plan["triples"]) < min_triples:
         raise ValueError(f"feedback: the log gives {len(plan['triples'])} triples (cited, shown-but-uncited pairs); need at least {min_triples}")
     t0, out = time.perf_counter(), self._encoders_root() / plan["key"]
-    with torch_threads(consolidation_threads()) as threads:
+    with torch_threads(threads):
         trained = train_encoder(_base_folder(self._base_id()), plan["triples"], out, seed=self.config.seed, progress=progress, epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length)
         enc_id = f"{STORE_PREFIX}{ENCODERS_DIR}/{plan['key']}" if self.url is None else str(out.resolve())  # a URL store: the folder
         lineage = {"base": self._base_id(), "key": plan["key"], "feedback_rows": len(plan["rows"]), "rows_used": plan["used"],
@@ -322,6 +322,14 @@ def consolidate(self: MemoryStore,
     self._prune_encoders()
     return {"dry_run": False, **est, "train_seconds": trained["seconds"], "steps": trained["steps"],
             "final_loss": round(trained["losses"][-1], 4), **switched, "threads": threads, "minutes": round((time.perf_counter() - t0) / 60, 2)}
+
+# %% ../../nbs/memory/23d_consolidate.ipynb #c9f5a3e2
+def _alive(pid: int) -> bool:
+    "Whether process `pid` still runs (a training folder of a live process is not a leftover)."
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: return True
+    return True
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #fed077e1
 @patch
@@ -344,14 +352,6 @@ def _prune_encoders(self: MemoryStore) -> int:
     gone = [p for p in root.iterdir() if stale(p)]
     for p in gone: shutil.rmtree(p, ignore_errors=True)
     return len(gone)
-
-# %% ../../nbs/memory/23d_consolidate.ipynb #c9f5a3e2
-def _alive(pid: int) -> bool:
-    "Whether process `pid` still runs (a training folder of a live process is not a leftover)."
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except PermissionError: return True
-    return True
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #8c7f0790
 @patch

@@ -3,8 +3,10 @@ whole. Fast: the switch primitive with hashing encoders (a fault between the com
 process following the switch). Slow: SIGKILL at random moments of `consolidate()` on the bundled MiniLM, and of the switch alone.
 
 Each kill aims at a phase (start, fine-tuning, re-embedding, the switch transaction, after the commit) measured by one traced run,
-and the verdicts are counted per phase the kill landed in (the child's trace says). CI size: 5 trials each. Full run (>= 50 trials):
-    EARMEM_CONSOLIDATE_CRASH_TRIALS=50 nice -n 10 pytest -q -m slow tests/test_consolidate.py -k sigkill -s"""
+and the verdicts are counted per phase the kill landed in (the child's trace says). PostgreSQL (chapter 25b, the `pg_url` server):
+the switch and revert, readers on the old vectors while new ones are staged, a crash inside the switch transaction, and (slow) a
+SIGKILL loop over the staging and the switch. CI size: 5 trials each. Full run (>= 50 trials each):
+    EARMEM_REQUIRE_POSTGRES=1 EARMEM_CONSOLIDATE_CRASH_TRIALS=50 nice -n 10 pytest -q -m slow tests/test_consolidate.py -k sigkill -s"""
 import json, os, random, shutil, signal, subprocess, sys, textwrap, time
 from pathlib import Path
 
@@ -213,6 +215,7 @@ def _kill_loop(tmp_path, template, code, trials, windows, span):
             landed = marks[-1] if marks else "launch"
         v = _verdict(path)
         counts.setdefault(landed, {}).setdefault(v, 0); counts[landed][v] += 1
+        print(f"[consolidate SIGKILL] trial {t}: killed in {landed} -> {v}", flush=True)
         shutil.rmtree(path, ignore_errors=True); trace.unlink(missing_ok=True)
     print(f"\n[consolidate SIGKILL] {trials} trials over {span:.1f} s; kills per phase -> verdicts: {json.dumps(counts)}")
     return counts
@@ -327,6 +330,7 @@ def test_sigkill_during_postgres_switch(pg_url, tmp_path):
             marks = [m for m, _ in _phases(trace)]; landed = marks[-1] if marks else "launch"
         v = _pg_verdict(pg_url, ns)
         counts.setdefault(landed, {}).setdefault(v, 0); counts[landed][v] += 1
+        print(f"[postgres SIGKILL] trial {t}: killed in {landed} -> {v}", flush=True)
     print(f"[postgres SIGKILL] {TRIALS} trials; kills per phase -> verdicts: {json.dumps(counts)}")
     _check(counts)
 

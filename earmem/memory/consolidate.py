@@ -233,13 +233,14 @@ def stage_vectors(self: SQLiteBackend, vectors: dict) -> dict:
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #1eb328a1
 @patch
-def _fresh_checkpoint(self: MemoryStore, seq: int) -> str:
-    "Save an untrained learner as checkpoint v<seq> (inside the switch transaction; a folder's is not yet pointed at); its version."
-    if self.url is not None: return self._backend.save_learner(self._new_learner(), seq, force=True)  # rows in the same transaction
+def _fresh_checkpoint(self: MemoryStore, seq: int, learner=None) -> str:
+    "Save `learner` (default: a new, untrained one) as checkpoint v<seq> (inside the switch transaction; a folder's is not yet pointed at); its version."
+    learner = self._new_learner() if learner is None else learner
+    if self.url is not None: return self._backend.save_learner(learner, seq, force=True)  # rows in the same transaction
     version = f"v{seq:08d}-{time.time_ns():x}-{os.getpid()}"
     folder = self.path / LEARNER_DIR / version
     folder.parent.mkdir(parents=True, exist_ok=True)
-    self._new_learner().save(folder); fsync_tree(folder)
+    learner.save(folder); fsync_tree(folder)
     return version
 
 @patch
@@ -251,11 +252,12 @@ def switch_encoder(self: MemoryStore, enc, encoder_id: str, lineage: dict | None
     t0 = time.perf_counter(); vectors = _embed_rows(enc, texts, self.dim, progress); seconds = time.perf_counter() - t0
     left = self._backend.stage_vectors(vectors)        # PostgreSQL: written beside the serving ones; SQLite: kept for the commit
     probe = np.asarray(enc.encode_documents([PROBE_TEXT]))[0]
+    fresh = self._new_learner()                         # built before the lock: its first import can take seconds
     record = {"encoder": encoder_id, "dim": self.dim, "probe": probe_fingerprint(probe), "lineage": lineage}
     with self._lock:
         with self._backend.write() as rev:
             left.update(_embed_rows(enc, self._memory_texts(rev0)[0], self.dim, False))  # rows written meanwhile
-            self._backend.switch_vectors(left, record, self._fresh_checkpoint(self._backend.last_feedback()), rev)
+            self._backend.switch_vectors(left, record, self._fresh_checkpoint(self._backend.last_feedback(), fresh), rev)
         self._adopt_switch(); self._encoder = enc; self._sync_learner()
     return {"memories": len(vectors), "encode_seconds": round(seconds, 1), "encoder": encoder_id}
 

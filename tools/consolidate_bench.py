@@ -32,7 +32,7 @@ def build(folder: Path, n: int) -> dict:
     mems = mems[:n]
     st = MemoryStore(folder, encoder=enc, config=StoreConfig(min_relevance=-1, dedupe_threshold=0.995))
     st.add_many(mems, embeddings=enc.encode_documents([m.text for m in mems], progress=False))
-    have, critic, calls = set(st.ids()) if hasattr(st, "ids") else None, CitationSimulator(seed=0), 0
+    critic, calls = CitationSimulator(seed=0), 0
     for q in query_split(bench)["train"]:                       # the train split only: nothing here is chosen on test
         gold = {f"{q.bank}/{g}" for g in q.gold}
         hits = st.search(q.text, k=5)

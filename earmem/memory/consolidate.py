@@ -4,13 +4,14 @@
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #3e04ac29
 from __future__ import annotations
-import hashlib, json, os, shutil, time
+import hashlib, importlib, json, os, shutil, time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
 from tqdm.auto import tqdm
-from ..core import Encoder, atomic_write_json, unit_rows
+from ..core import Encoder, atomic_write_json, check_positive_int, default_cache_dir, unit_rows
 from .hygiene import encoder_from_id, iso
 from .storage import LEARNER_DIR, MANIFEST_NAME, fsync_tree
 from .sqlite import SQLiteBackend
@@ -18,7 +19,8 @@ from .store import MemoryStore, fingerprint_problem, probe_fingerprint, PROBE_TE
 import earmem.memory.chat, earmem.memory.trust  # every chapter that files methods on MemoryStore: importing this one loads them all
 
 # %% auto #0
-__all__ = ['ENCODERS_DIR', 'STORE_PREFIX', 'ENCODER_FIELDS', 'feedback_triples', 'train_steps', 'train_encoder', 'encoder_at',
+__all__ = ['THREADS_ENV', 'ENCODERS_DIR', 'STORE_PREFIX', 'ENCODER_FIELDS', 'STAGING_MODULES', 'feedback_triples',
+           'length_batches', 'train_steps', 'train_encoder', 'consolidation_threads', 'torch_threads', 'encoder_at',
            'consolidate_shared']
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #10ef1247
@@ -33,6 +35,16 @@ def feedback_triples(rows: Sequence, text_of: dict, negatives: int = 1) -> tuple
         new = [(r.query, p, n) for p in pos for n in neg[:negatives]]  # the slate is in rank order: hardest first
         triples += new; used += bool(new)
     return triples, used
+
+# %% ../../nbs/memory/23d_consolidate.ipynb #f2c8d6b5
+def length_batches(triples: Sequence[tuple], batch_size: int, rng, pool: int = 16) -> list:
+    "Index batches covering `triples` once: shuffled, pools of `pool` batches sorted by memory-text length, the batches shuffled."
+    order, size = rng.permutation(len(triples)), lambda j: max(len(triples[j][1]), len(triples[j][2]))
+    batches = []
+    for i in range(0, len(order), pool * batch_size):
+        part = sorted(order[i:i + pool * batch_size].tolist(), key=size)
+        batches += [part[k:k + batch_size] for k in range(0, len(part), batch_size)]
+    return [batches[j] for j in rng.permutation(len(batches))]
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #d0754ae4
 def _mnrl(model):
@@ -54,9 +66,8 @@ def train_steps(model, triples: Sequence[tuple], epochs: int = 1, batch_size: in
     model.train(); losses = []
     with tqdm(total=total, desc="consolidating: fine-tuning", unit="step", disable=not progress) as bar:
         for _ in range(epochs):
-            order = rng.permutation(len(triples))
-            for i in range(0, len(order), batch_size):
-                batch = [triples[j] for j in order[i:i + batch_size]]
+            for idx in length_batches(triples, batch_size, rng):
+                batch = [triples[j] for j in idx]
                 loss = loss_fn([prep([t[c] for t in batch]) for c in range(3)], None)
                 opt.zero_grad(); loss.backward(); opt.step(); sched.step()
                 losses.append(float(loss.item())); bar.update()
@@ -77,6 +88,23 @@ def train_encoder(base: str | Path, triples: Sequence[tuple], out: str | Path, e
     model.save(str(tmp), safe_serialization=True); fsync_tree(tmp)
     shutil.rmtree(out, ignore_errors=True); os.replace(tmp, out)
     return {"losses": losses, "seconds": round(time.perf_counter() - t0, 1), "steps": len(losses)}
+
+# %% ../../nbs/memory/23d_consolidate.ipynb #c5f1a9e8
+THREADS_ENV = "EARMEM_CONSOLIDATE_THREADS"
+
+def consolidation_threads() -> int:
+    "Torch threads for training and re-embedding: $EARMEM_CONSOLIDATE_THREADS, else the cores the 1-minute load average leaves idle (at least 1)."
+    if os.environ.get(THREADS_ENV): return check_positive_int(int(os.environ[THREADS_ENV]), THREADS_ENV)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, int(cores + 0.5 - os.getloadavg()[0])))
+
+@contextmanager
+def torch_threads(n: int):
+    "Run the block with `n` torch threads (the previous count restored after)."
+    import torch
+    old = torch.get_num_threads(); torch.set_num_threads(n)
+    try: yield n
+    finally: torch.set_num_threads(old)
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #f4a561a2
 ENCODERS_DIR = "encoders"   # a store's own fine-tuned models: <store>/encoders/<key>/
@@ -122,17 +150,25 @@ def encoder_record(self: SQLiteBackend) -> dict | None:
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #d19c142e
 @patch
+def _switch_record(self: MemoryStore) -> dict | None:
+    "The encoder fields of the last committed switch: SQLite's `encoder_record`; a URL store's manifest, which its database holds."
+    if self.url is None: return self._backend.encoder_record()
+    m = self._backend.load_manifest() or {}
+    return {f: m.get(f) for f in ENCODER_FIELDS}
+
+@patch
 def _adopt_switch(self: MemoryStore):
     "Follow a committed encoder switch the manifest held in memory (or on disk) does not show yet."
-    if self.url is not None or self._backend is None or self._backend.db is None: return
-    rec = self._backend.encoder_record()
+    if self._backend is None or self._backend.db is None: return
+    rec = self._switch_record()
     if rec is None or all(self.manifest.get(f) == rec.get(f) for f in ENCODER_FIELDS): return
     self.manifest = {**{k: v for k, v in self.manifest.items() if k not in ENCODER_FIELDS}, **{k: v for k, v in rec.items() if v is not None}}
     self.dim, self._encoder, self._count_tokens = self.manifest["dim"], None, None
-    if not self.readonly:
+    if not self.readonly and self.url is None:
         try: atomic_write_json(self.path / MANIFEST_NAME, self.manifest)
         except OSError: pass  # the database's record stays the truth; the file is repaired at the next open
 
+# %% ../../nbs/memory/23d_consolidate.ipynb #a7d3e1c0
 _open_plain, _refresh_plain, _query_vector_plain = MemoryStore._open, MemoryStore._refresh, MemoryStore._query_vector
 
 @patch
@@ -157,38 +193,54 @@ def _query_vector(self: MemoryStore, query) -> tuple:
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #6a5ef7f1
 @patch
-def _memory_texts(self: MemoryStore, after_rev: int = 0) -> tuple:
+def memory_texts(self: SQLiteBackend, after_rev: int = 0) -> tuple:
     "({id: text} of the stored rows changed after revision `after_rev`, the revision read at)."
-    db = self._backend.db
-    rows = db.execute("SELECT id, text FROM memories WHERE rev > ?", (after_rev,)).fetchall()
-    return dict(rows), int(db.execute("SELECT value FROM meta WHERE key='rev'").fetchone()[0])
+    rows = self.db.execute("SELECT id, text FROM memories WHERE rev > ?", (after_rev,)).fetchall()
+    return dict(rows), int(self.db.execute("SELECT value FROM meta WHERE key='rev'").fetchone()[0])
 
-def _embed_rows(enc, texts: dict, dim: int, progress: bool = True, batch: int = 256) -> dict:
-    "{id: unit vector} of `texts` under `enc.encode_documents`, in batches (progress bar with ETA)."
-    ids, out = list(texts), {}
-    for i in tqdm(range(0, len(ids), batch), desc="consolidating: re-embedding", unit="batch", disable=not progress or len(ids) <= batch):
-        chunk = ids[i:i + batch]
-        V = unit_rows(np.asarray(enc.encode_documents([texts[m] for m in chunk]), np.float32))
+@patch
+def _memory_texts(self: MemoryStore, after_rev: int = 0) -> tuple:
+    "The backend's ({id: text} changed after `after_rev`, revision read at): what a switch must re-embed."
+    return self._backend.memory_texts(after_rev)
+
+# %% ../../nbs/memory/23d_consolidate.ipynb #e1b7c5a4
+def _embed_rows(enc, texts: dict, dim: int, progress: bool = True, batch: int = 512) -> dict:
+    "{id: unit vector} of `texts` under `enc.encode_documents`: each distinct text once, sorted by length so a batch pads little (progress with ETA)."
+    uniq, got = sorted(set(texts.values()), key=len), {}
+    for i in tqdm(range(0, len(uniq), batch), desc="consolidating: re-embedding", unit="batch", disable=not progress or len(uniq) <= batch):
+        chunk = uniq[i:i + batch]
+        V = unit_rows(np.asarray(enc.encode_documents(chunk), np.float32))
         if V.shape != (len(chunk), dim): raise ValueError(f"encoder: produced shape {V.shape}; the store holds dimension {dim}")
-        out.update(zip(chunk, V.astype(np.float32)))
-    return out
+        got.update(zip(chunk, V.astype(np.float32)))
+    return {m: got[t] for m, t in texts.items()}
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #ed255666
+STAGING_MODULES = {"earmem.memory.postgres": "earmem.memory.pg_consolidate"}  # a backend's module -> the chapter that teaches it to stage vectors (25b)
+
 @patch
 def _refuse_url(self: MemoryStore, what: str):
-    "NotImplementedError for a PostgreSQL store (its switch needs new vectors beside the old and an HNSW index built first)."
-    if self.url is not None:
-        raise NotImplementedError(f"{what}: not implemented for the PostgreSQL backend ({self.path}) yet; only folder (SQLite) "
-                                  "stores can consolidate. Nothing was changed")
+    "NotImplementedError when the store's backend cannot stage new vectors beside the old (after loading the chapter that teaches it)."
+    b = getattr(self, "_backend", None)
+    if type(b).__module__ in STAGING_MODULES: importlib.import_module(STAGING_MODULES[type(b).__module__])
+    if not hasattr(b, "stage_vectors"):
+        raise NotImplementedError(f"{what}: the backend {type(b).__name__} of {self.path} cannot stage new vectors beside the old; "
+                                  "nothing was changed")
+
+@patch
+def stage_vectors(self: SQLiteBackend, vectors: dict) -> dict:
+    "SQLite keeps the new vectors in memory until the switch's transaction writes them: all of them are left to write."
+    return vectors
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #1eb328a1
 @patch
-def _fresh_checkpoint(self: MemoryStore, seq: int) -> str:
-    "Save an untrained learner as checkpoint v<seq> (inside the switch transaction, not yet pointed at); its version."
+def _fresh_checkpoint(self: MemoryStore, seq: int, learner=None) -> str:
+    "Save `learner` (default: a new, untrained one) as checkpoint v<seq> (inside the switch transaction; a folder's is not yet pointed at); its version."
+    learner = self._new_learner() if learner is None else learner
+    if self.url is not None: return self._backend.save_learner(learner, seq, force=True)  # rows in the same transaction
     version = f"v{seq:08d}-{time.time_ns():x}-{os.getpid()}"
     folder = self.path / LEARNER_DIR / version
     folder.parent.mkdir(parents=True, exist_ok=True)
-    self._new_learner().save(folder); fsync_tree(folder)
+    learner.save(folder); fsync_tree(folder)
     return version
 
 @patch
@@ -198,12 +250,14 @@ def switch_encoder(self: MemoryStore, enc, encoder_id: str, lineage: dict | None
     if self.readonly: raise PermissionError(f"store: {self.path} is read-only ({self.readonly_reason}); nothing was written")
     texts, rev0 = self._memory_texts()
     t0 = time.perf_counter(); vectors = _embed_rows(enc, texts, self.dim, progress); seconds = time.perf_counter() - t0
+    left = self._backend.stage_vectors(vectors)        # PostgreSQL: written beside the serving ones; SQLite: kept for the commit
     probe = np.asarray(enc.encode_documents([PROBE_TEXT]))[0]
+    fresh = self._new_learner()                         # built before the lock: its first import can take seconds
     record = {"encoder": encoder_id, "dim": self.dim, "probe": probe_fingerprint(probe), "lineage": lineage}
     with self._lock:
         with self._backend.write() as rev:
-            vectors.update(_embed_rows(enc, self._memory_texts(rev0)[0], self.dim, False))  # rows written meanwhile
-            self._backend.switch_vectors(vectors, record, self._fresh_checkpoint(self._backend.last_feedback()), rev)
+            left.update(_embed_rows(enc, self._memory_texts(rev0)[0], self.dim, False))  # rows written meanwhile
+            self._backend.switch_vectors(left, record, self._fresh_checkpoint(self._backend.last_feedback(), fresh), rev)
         self._adopt_switch(); self._encoder = enc; self._sync_learner()
     return {"memories": len(vectors), "encode_seconds": round(seconds, 1), "encoder": encoder_id}
 
@@ -241,7 +295,7 @@ def _estimate(self: MemoryStore, plan: dict, sample: int = 64) -> dict:
     texts = list(plan["texts"].values())[:sample] or ["a memory"]
     base.encode_documents(texts[:2]); t0 = time.perf_counter()  # the first call loads the model: not timed
     base.encode_documents(texts); rate = len(texts) / max(time.perf_counter() - t0, 1e-6)
-    train = 20 + 3 * 6 * len(plan["triples"]) * plan["settings"]["epochs"] / rate  # load + save; 3 texts a triple, a step ≈ 6 encodes (measured)
+    train = 20 + 3 * 4 * len(plan["triples"]) * plan["settings"]["epochs"] / rate  # load + save; 3 texts a triple, each ≈ 4 encodes (measured)
     embed = len(plan["texts"]) / rate
     return {"memories": len(plan["texts"]), "feedback_rows": len(plan["rows"]), "rows_used": plan["used"],
             "triples": len(plan["triples"]), "encode_per_second": round(rate, 1), "key": plan["key"],
@@ -256,25 +310,40 @@ def consolidate(self: MemoryStore,
     "Fine-tune a copy of the base encoder on the feedback log's triples, re-embed every memory, switch the store to it in one commit."
     self._check_open(); self._refuse_url("consolidate")
     plan = self._plan(epochs, batch_size, max_seq_length, negatives)
-    est = self._estimate(plan)
+    with torch_threads(consolidation_threads()) as threads: est = self._estimate(plan)   # measured as it will run
     if dry_run: return {"dry_run": True, **est}
     if len(plan["triples"]) < min_triples:
         raise ValueError(f"feedback: the log gives {len(plan['triples'])} triples (cited, shown-but-uncited pairs); need at least {min_triples}")
-    t0, out = time.perf_counter(), self.path / ENCODERS_DIR / plan["key"]
-    trained = train_encoder(_base_folder(self._base_id()), plan["triples"], out, seed=self.config.seed, progress=progress, epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length)
-    enc_id = f"{STORE_PREFIX}{ENCODERS_DIR}/{plan['key']}"
-    lineage = {"base": self._base_id(), "key": plan["key"], "feedback_rows": len(plan["rows"]), "rows_used": plan["used"],
-               "triples": len(plan["triples"]), "last_feedback": plan["last_feedback"], "at": iso(time.time()), **plan["settings"]}
-    switched = self.switch_encoder(encoder_at(self.path, enc_id), enc_id, lineage, progress)
+    t0, out = time.perf_counter(), self._encoders_root() / plan["key"]
+    with torch_threads(threads):
+        trained = train_encoder(_base_folder(self._base_id()), plan["triples"], out, seed=self.config.seed, progress=progress, epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length)
+        enc_id = f"{STORE_PREFIX}{ENCODERS_DIR}/{plan['key']}" if self.url is None else str(out.resolve())  # a URL store: the folder
+        lineage = {"base": self._base_id(), "key": plan["key"], "feedback_rows": len(plan["rows"]), "rows_used": plan["used"],
+                   "triples": len(plan["triples"]), "last_feedback": plan["last_feedback"], "at": iso(time.time()), **plan["settings"]}
+        switched = self.switch_encoder(encoder_at(self.path, enc_id), enc_id, lineage, progress)
     self._prune_encoders()
     return {"dry_run": False, **est, "train_seconds": trained["seconds"], "steps": trained["steps"],
-            "final_loss": round(trained["losses"][-1], 4), **switched, "minutes": round((time.perf_counter() - t0) / 60, 2)}
+            "final_loss": round(trained["losses"][-1], 4), **switched, "threads": threads, "minutes": round((time.perf_counter() - t0) / 60, 2)}
+
+# %% ../../nbs/memory/23d_consolidate.ipynb #c9f5a3e2
+def _alive(pid: int) -> bool:
+    "Whether process `pid` still runs (a training folder of a live process is not a leftover)."
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: return True
+    return True
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #fed077e1
 @patch
+def _encoders_root(self: MemoryStore) -> Path:
+    "Where the store's fine-tuned models go: `<store>/encoders/`; a URL store's under the cache, one folder per database and namespace."
+    if self.url is None: return self.path / ENCODERS_DIR
+    return default_cache_dir() / "store-encoders" / hashlib.sha256(f"{self.url}#{self.namespace}".encode()).hexdigest()[:16]
+
+@patch
 def _prune_encoders(self: MemoryStore) -> int:
     "Remove fine-tuned models the store no longer uses (and leftovers of interrupted trainings of dead processes); how many went."
-    root, cur = self.path / ENCODERS_DIR, self.manifest["encoder"].removeprefix(f"{STORE_PREFIX}{ENCODERS_DIR}/")
+    root, cur = self._encoders_root(), Path(self.manifest["encoder"].removeprefix(STORE_PREFIX)).name
     if not root.is_dir(): return 0
     def stale(p):
         if p.name == cur: return False
@@ -286,12 +355,6 @@ def _prune_encoders(self: MemoryStore) -> int:
     for p in gone: shutil.rmtree(p, ignore_errors=True)
     return len(gone)
 
-def _alive(pid: int) -> bool:
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except PermissionError: return True
-    return True
-
 # %% ../../nbs/memory/23d_consolidate.ipynb #8c7f0790
 @patch
 def revert_encoder(self: MemoryStore, progress: bool = True) -> dict:
@@ -299,7 +362,7 @@ def revert_encoder(self: MemoryStore, progress: bool = True) -> dict:
     self._check_open(); self._refuse_url("revert_encoder")
     if self.lineage is None: raise ValueError(f"store: {self.path} already uses its base encoder {self.manifest['encoder']!r}; nothing to revert")
     base = self._base_id()
-    out = self.switch_encoder(encoder_from_id(base), base, None, progress)
+    with torch_threads(consolidation_threads()): out = self.switch_encoder(encoder_from_id(base), base, None, progress)
     self._prune_encoders()
     return out
 
@@ -318,9 +381,10 @@ def consolidate_shared(stores: Sequence[MemoryStore], folder: str | Path, target
     if len(bases) != 1: raise ValueError(f"stores: they were made with different base encoders {sorted(bases)}; one model cannot serve them")
     triples = [t for p in plans for t in p["triples"]]
     t0, base = time.perf_counter(), bases.pop()
-    trained = train_encoder(_base_folder(base), triples, folder, epochs, batch_size, 1e-4, max_seq_length, progress=progress)
-    enc_id, lineage = str(Path(folder).resolve()), {"base": base, "key": Path(folder).name, "shared": True, "at": iso(time.time()),
-                                                    "feedback_rows": sum(len(p["rows"]) for p in plans), "triples": len(triples)}
-    enc = Encoder(enc_id, cache=False, progress=False)
-    for s in targets if targets is not None else stores: s.switch_encoder(enc, enc_id, lineage, progress)
+    with torch_threads(consolidation_threads()):
+        trained = train_encoder(_base_folder(base), triples, folder, epochs, batch_size, 1e-4, max_seq_length, progress=progress)
+        enc_id, lineage = str(Path(folder).resolve()), {"base": base, "key": Path(folder).name, "shared": True, "at": iso(time.time()),
+                                                        "feedback_rows": sum(len(p["rows"]) for p in plans), "triples": len(triples)}
+        enc = Encoder(enc_id, cache=False, progress=False)
+        for s in targets if targets is not None else stores: s.switch_encoder(enc, enc_id, lineage, progress)
     return {"triples": len(triples), "train_seconds": trained["seconds"], "minutes": round((time.perf_counter() - t0) / 60, 2)}

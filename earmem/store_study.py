@@ -110,8 +110,8 @@ def percent(pairs: list) -> dict:
 
 # %% ../nbs/cli/31a_store_study.ipynb #7abfd0cb
 def study_run(bench: Benchmark, encoder: Encoder, split: dict, seed: int = 0, config: dict | None = None, k: int = 5,
-              shared: bool = False, progress: bool = True, desc: str = "") -> dict:
-    "One seed of the protocol: dev and test on the frozen stores, feedback on the training questions, dev and test again."
+              shared: bool = False, progress: bool = True, desc: str = "", consolidate: Callable | None = None) -> dict:
+    "One seed of the protocol: dev and test on the frozen stores, feedback on the training questions, dev and test again (then, given `consolidate`, once more after it)."
     cfg = StoreConfig(**{"checkpoint_every": 10**9, **(config or {}), "seed": seed})  # checkpoints change no result
     critic = CitationSimulator(PAPER_PRECISION, PAPER_RECALL, seed=seed)
     banks = [b for b in bench.bank_ids if any(q.bank == b for qs in split.values() for q in qs)]
@@ -123,9 +123,13 @@ def study_run(bench: Benchmark, encoder: Encoder, split: dict, seed: int = 0, co
         with tqdm(total=len(split["train"]), desc=desc or f"seed {seed}", disable=not progress) as bar:
             calls = teach_stores(stores, split, critic, k, shared, lambda: bar.update())
         online = {p: ask(stores, p) for p in ("dev", "test")}
+        after = {}
+        if consolidate is not None:                       # `consolidate(stores, split, shared, folder, progress)` -> its cost
+            after = consolidate(stores, split, shared, d, progress)
+            after["consolidated"] = {p: ask(stores, p) for p in ("dev", "test")}
         rows = sum(st.stats()["feedback"] for st in stores.values())
         for st in stores.values(): st.close()
-    return {"seed": seed, "frozen": frozen, "online": online, "critic_calls": calls, "feedback_rows": rows,
+    return {"seed": seed, "frozen": frozen, "online": online, "critic_calls": calls, "feedback_rows": rows, **after,
             "minutes": round((time.perf_counter() - t0) / 60, 2)}
 
 # %% ../nbs/cli/31a_store_study.ipynb #229f5964
@@ -197,22 +201,7 @@ def consolidate_stores(stores: dict, split: dict, shared: bool, folder, progress
 def consolidated_run(bench: Benchmark, encoder: Encoder, split: dict, seed: int = 0, config: dict | None = None, k: int = 5,
                      shared: bool = False, progress: bool = True, consolidate: Callable = consolidate_stores) -> dict:
     "One seed: frozen, online after the training feedback, then consolidated (`consolidate(stores, split, shared, folder, progress)`); dev and test."
-    cfg = StoreConfig(**{"checkpoint_every": 10**9, **(config or {}), "seed": seed})
-    critic = CitationSimulator(PAPER_PRECISION, PAPER_RECALL, seed=seed)
-    banks = [b for b in bench.bank_ids if any(q.bank == b for qs in split.values() for q in qs)]
-    ask = lambda stores, part: percent([s for b in banks for s in score_store(stores[b], [q for q in split[part] if q.bank == b], k)])
-    t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory() as d:
-        stores = study_stores(bench, d, encoder, cfg, banks)
-        frozen = {p: ask(stores, p) for p in ("dev", "test")}
-        calls = teach_stores(stores, split, critic, k, shared)
-        online = {p: ask(stores, p) for p in ("dev", "test")}
-        cost = consolidate(stores, split, shared, d, progress)
-        consolidated = {p: ask(stores, p) for p in ("dev", "test")}
-        rows = sum(st.stats()["feedback"] for st in stores.values())
-        for st in stores.values(): st.close()
-    return {"seed": seed, "frozen": frozen, "online": online, "consolidated": consolidated, "critic_calls": calls,
-            "feedback_rows": rows, **cost, "minutes": round((time.perf_counter() - t0) / 60, 2)}
+    return study_run(bench, encoder, split, seed, config, k, shared, progress, consolidate=consolidate)
 
 # %% ../nbs/cli/31a_store_study.ipynb #4bdfddbc
 def consolidated_study(levels: Sequence[str] = STUDY_LEVELS, seeds: int = 1, bench: Benchmark | None = None,

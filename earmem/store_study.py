@@ -199,32 +199,37 @@ def consolidate_stores(stores: dict, split: dict, shared: bool, folder, progress
 
 # %% ../nbs/cli/31a_store_study.ipynb #ae64d957
 def consolidated_run(bench: Benchmark, encoder: Encoder, split: dict, seed: int = 0, config: dict | None = None, k: int = 5,
-                     shared: bool = False, progress: bool = True, consolidate: Callable = consolidate_stores) -> dict:
-    "One seed: frozen, online after the training feedback, then consolidated (`consolidate(stores, split, shared, folder, progress)`); dev and test."
-    return study_run(bench, encoder, split, seed, config, k, shared, progress, consolidate=consolidate)
+                     shared: bool = False, progress: bool = True, consolidate: Callable = consolidate_stores,
+                     pooled: bool | None = None) -> dict:
+    "One seed: frozen, online after the training feedback, then consolidated (`consolidate(stores, split, pooled, folder, progress)`, `pooled` None: as `shared`); dev and test."
+    pool = shared if pooled is None else pooled
+    cons = lambda stores, split, _shared, folder, progress: {**consolidate(stores, split, pool, folder, progress), "pooled": pool}
+    return study_run(bench, encoder, split, seed, config, k, shared, progress, consolidate=cons)
 
 # %% ../nbs/cli/31a_store_study.ipynb #4bdfddbc
 def consolidated_study(levels: Sequence[str] = STUDY_LEVELS, seeds: int = 1, bench: Benchmark | None = None,
-                       encoder: Encoder | None = None, progress: bool = True, log: Callable = lambda msg: None) -> dict:
-    "The study with the consolidated column: every level × `seeds` seeds of `consolidated_run` on LoCoMo, and the table."
+                       encoder: Encoder | None = None, progress: bool = True, log: Callable = lambda msg: None,
+                       pooled: bool | None = None) -> dict:
+    "The study with the consolidated column: every level × `seeds` seeds of `consolidated_run` on LoCoMo, and the table; `pooled` None: one model per store at the query level, one shared at the conversation level."
     bench = bench if bench is not None else load_locomo(with_date=True)
     encoder = encoder if encoder is not None else Encoder(progress=progress)
     out = {}
     for level in levels:
         split = study_split(bench, level)
         log(f"{level} split: train {len(split['train'])}, dev {len(split['dev'])}, test {len(split['test'])} questions")
-        runs = [consolidated_run(bench, encoder, split, s, STUDY_CONFIG, 5, shared=level == "conversation", progress=progress) for s in range(seeds)]
+        runs = [consolidated_run(bench, encoder, split, s, STUDY_CONFIG, 5, shared=level == "conversation", progress=progress,
+                                pooled=pooled) for s in range(seeds)]
         out[level] = {"runs": runs}
     return {"benchmark": "locomo", "seeds": seeds, "encoder": encoder.model_id, "levels": out, "table": format_consolidated(out)}
 
 def format_consolidated(levels: dict) -> str:
     "Frozen / online / consolidated Recall@5 / Hit@5 per level and part (mean over the seeds), then the costs."
-    m = lambda runs, w, p, x: float(np.mean([r[w][p][x] for r in runs]))
-    lines = [f"{'split':<13}{'part':<6}{'n':>5}  {'frozen R@5/H@5':<16}{'online R@5/H@5':<16}{'consolidated R@5/H@5'}"]
+    m = lambda runs, w, p, x: "{:5.1f} ± {:.1f}".format(*mean_std([r[w][p][x] for r in runs]))
+    lines = [f"{'split':<13}{'part':<6}{'n':>5}  {'frozen R@5 / H@5':<28}{'online R@5 / H@5':<28}{'consolidated R@5 / H@5'}"]
     for level, r in levels.items():
         rs = r["runs"]
-        lines += [f"{level:<13}{p:<6}{rs[0]['frozen'][p]['n']:>5}  " + "".join(f"{m(rs, w, p, 'recall'):5.1f} / {m(rs, w, p, 'hit'):5.1f}   " for w in ("frozen", "online", "consolidated")) for p in ("dev", "test")]
-        lines.append(f"cost ({level}): {np.mean([x['critic_calls'] for x in rs]):.0f} critic calls, "
+        lines += [f"{level:<13}{p:<6}{rs[0]['frozen'][p]['n']:>5}  " + "".join(f"{m(rs, w, p, 'recall')} / {m(rs, w, p, 'hit')}   " for w in ("frozen", "online", "consolidated")) for p in ("dev", "test")]
+        lines.append(f"cost ({level}, {'one shared model' if rs[0].get('pooled') else 'a model per store'}): {np.mean([x['critic_calls'] for x in rs]):.0f} critic calls, "
                      f"{np.mean([x['triples'] for x in rs]):.0f} triples, {np.mean([x['consolidation_minutes'] for x in rs]):.1f} consolidation minutes, "
                      f"{np.mean([x['minutes'] for x in rs]):.1f} minutes per seed")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
 from tqdm.auto import tqdm
-from ..core import Encoder, atomic_write_json, check_positive_int, default_cache_dir, unit_rows
+from ..core import Encoder, atomic_write_json, check_positive_int, default_cache_dir, quiet_model_loading, unit_rows
 from .hygiene import encoder_from_id, iso
 from .storage import LEARNER_DIR, MANIFEST_NAME, fsync_tree
 from .sqlite import SQLiteBackend
@@ -83,9 +83,11 @@ def train_encoder(base: str | Path, triples: Sequence[tuple], out: str | Path, e
     out = Path(out); tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True); out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    model = SentenceTransformer(str(base), device="cpu"); model.max_seq_length = max_seq_length
+    with quiet_model_loading(): model = SentenceTransformer(str(base), device="cpu")  # transformers' own bars stay quiet
+    model.max_seq_length = max_seq_length
     losses = train_steps(model, triples, epochs, batch_size, lr, seed, progress)
-    model.save(str(tmp), safe_serialization=True); fsync_tree(tmp)
+    with quiet_model_loading(): model.save(str(tmp), safe_serialization=True)
+    fsync_tree(tmp)
     shutil.rmtree(out, ignore_errors=True); os.replace(tmp, out)
     return {"losses": losses, "seconds": round(time.perf_counter() - t0, 1), "steps": len(losses)}
 

@@ -245,14 +245,14 @@ def check_time(epoch: float, name: str) -> float:
     return epoch
 
 # %% ../../nbs/memory/17_hygiene.ipynb #6a5e8e35
-def normalise_item(item, where: str, now: float, defaults: dict) -> dict:
-    "Validate one memory (dict, string or `Memory`) into the dict the store writes; errors name the field, prefixed by `where`."
+def normalise_item(item, where: str, now: float, defaults: dict, kind_of: Callable | None = None) -> dict:
+    "Validate one memory (dict, string or `Memory`) into the dict the store writes; errors name the field, prefixed by `where`; `kind_of(text)` names a missing kind."
     item = _item_of(item, where, defaults)
     it = {**{k: v for k, v in defaults.items() if v is not None}, **{k: v for k, v in item.items() if v is not None}}
     text = it.get("text")
     if not isinstance(text, str): raise TypeError(f"{where}text: expected a string, got {type(text).__name__}")
     if not text.strip(): raise ValueError(f"{where}text: is empty; a memory needs some text")
-    kind = check_kind(it.get("kind"), f"{where}kind")
+    kind = check_kind(kind_of(text) if it.get("kind") is None and kind_of is not None else it.get("kind"), f"{where}kind")
     store = it.get("store", KINDS[kind][0])
     if store not in STORES: raise ValueError(f"{where}store: expected one of {STORES}, got {store!r}")
     imp = it.get("importance")

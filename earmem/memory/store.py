@@ -356,36 +356,6 @@ def _insert_batch(self: MemoryStore, items: list, V: np.ndarray, rev: int, now: 
     self._write_batch(fresh, merges, batch_ids, rev, now)
     return [_add_result(*p, fresh, merges) for p in plan]
 
-# %% ../../nbs/memory/23_store.ipynb #14376487
-_BATCH_DEFAULTS = {"kind", "entities", "importance", "timestamp", "source", "confidence", "store", "metadata"}
-
-@patch
-def _batch_vectors(self: MemoryStore, prepared: list, embeddings) -> np.ndarray:
-    for i, p in enumerate(prepared): check_item_text(p, f"items[{i}]." if len(prepared) > 1 else "")
-    if embeddings is None: return check_nonzero_rows(self._encode([p["text"] for p in prepared]), "encoder")
-    V = check_matrix(embeddings, "embeddings", dim=self.dim)
-    if len(V) != len(prepared): raise ValueError(f"embeddings: expected {len(prepared)} rows (one per item), got {len(V)}")
-    return unit_rows(check_nonzero_rows(V, "embeddings"))
-
-# %% ../../nbs/memory/23_store.ipynb #3b0e001f
-@patch
-def add_many(self: MemoryStore,
-             items: Sequence,  # dicts with add()'s fields (text, kind, entities, importance, timestamp, source, id, metadata, confidence, store), strings or Memory objects
-             embeddings=None,  # optional precomputed (n, d) document embeddings (skips encoding)
-             **defaults) -> list:
-    "Add a batch: one encode call, one transaction; near-duplicates merge. Returns one `AddResult` per item."
-    self._check_open()
-    if isinstance(items, (str, dict)): raise TypeError("items: expected a list of memories; use add() for a single one")
-    items = list(items)
-    bad = set(defaults) - _BATCH_DEFAULTS
-    if bad: raise TypeError(f"add_many: unexpected keyword argument(s) {sorted(bad)}")
-    if not items: return []
-    now = self.clock()
-    prefix = lambda i: f"items[{i}]." if len(items) > 1 or embeddings is not None else ""
-    prepared = [normalise_item(it, prefix(i), now, defaults) for i, it in enumerate(items)]
-    V = self._batch_vectors(prepared, embeddings)
-    with self._write() as rev: return self._insert_batch(prepared, V, rev, now)
-
 # %% ../../nbs/memory/23_store.ipynb #7d5023bf
 import re
 from .hygiene import is_chatter
@@ -413,6 +383,36 @@ def default_kind(text: str) -> str:
     "The kind `add` gives a memory stored without one: `infer_kind`'s answer, else 'observation'."
     return infer_kind(text) or "observation"
 
+
+# %% ../../nbs/memory/23_store.ipynb #14376487
+_BATCH_DEFAULTS = {"kind", "entities", "importance", "timestamp", "source", "confidence", "store", "metadata"}
+
+@patch
+def _batch_vectors(self: MemoryStore, prepared: list, embeddings) -> np.ndarray:
+    for i, p in enumerate(prepared): check_item_text(p, f"items[{i}]." if len(prepared) > 1 else "")
+    if embeddings is None: return check_nonzero_rows(self._encode([p["text"] for p in prepared]), "encoder")
+    V = check_matrix(embeddings, "embeddings", dim=self.dim)
+    if len(V) != len(prepared): raise ValueError(f"embeddings: expected {len(prepared)} rows (one per item), got {len(V)}")
+    return unit_rows(check_nonzero_rows(V, "embeddings"))
+
+# %% ../../nbs/memory/23_store.ipynb #3b0e001f
+@patch
+def add_many(self: MemoryStore,
+             items: Sequence,  # dicts with add()'s fields (text, kind, entities, importance, timestamp, source, id, metadata, confidence, store), strings or Memory objects
+             embeddings=None,  # optional precomputed (n, d) document embeddings (skips encoding)
+             **defaults) -> list:
+    "Add a batch: one encode call, one transaction; near-duplicates merge. Returns one `AddResult` per item."
+    self._check_open()
+    if isinstance(items, (str, dict)): raise TypeError("items: expected a list of memories; use add() for a single one")
+    items = list(items)
+    bad = set(defaults) - _BATCH_DEFAULTS
+    if bad: raise TypeError(f"add_many: unexpected keyword argument(s) {sorted(bad)}")
+    if not items: return []
+    now = self.clock()
+    prefix = lambda i: f"items[{i}]." if len(items) > 1 or embeddings is not None else ""
+    prepared = [normalise_item(it, prefix(i), now, defaults, kind_of=default_kind) for i, it in enumerate(items)]  # no kind: as add() infers it
+    V = self._batch_vectors(prepared, embeddings)
+    with self._write() as rev: return self._insert_batch(prepared, V, rev, now)
 
 # %% ../../nbs/memory/23_store.ipynb #3b0e0021
 @patch

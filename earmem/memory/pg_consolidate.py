@@ -73,26 +73,6 @@ def _stage_into(self: PostgresBackend, column: str, vectors: dict):
             "WHERE m.namespace = %s AND v.namespace = m.namespace AND v.id = m.id", (self.namespace,))
     self._q("DELETE FROM {s}.staged_vectors WHERE namespace=%s", (self.namespace,))
 
-# %% ../../nbs/memory/25b_pg_consolidate.ipynb #5b0c1a12
-@patch
-def stage_vectors(self: PostgresBackend, vectors: dict, batch: int = 500) -> dict:
-    "Write `vectors` into the namespace's idle vector column in batches (their HNSW entries are made here, outside the lock); returns {}."
-    if self.readonly: raise PermissionError(f"store: {self!r} was opened read-only")
-    self._ensure_slots(); self._q(STAGED.format(s="{s}", dim=self.dim)); self.refresh()
-    serving, ids = self.column, list(vectors)
-    self.clear_idle(batch)                                  # a killed run's leftovers
-    for i in range(0, len(ids), batch):
-        with self.db.transaction(): self._stage_into(self._idle(serving), {m: vectors[m] for m in ids[i:i + batch]})
-    self.staged_slot = next(c for c in SLOTS if c != serving)  # what this backend's switch may flip to
-    return {}
-
-@patch
-def staged_count(self: PostgresBackend) -> int:
-    "How many of the namespace's rows have a vector in the idle column (0 while the schema has one column)."
-    idle = next(c for c in SLOTS if c != self._pointer()[2])
-    if self._q("SELECT 1 FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s", (f"{self.schema}.memories", idle)).fetchone() is None: return 0
-    return self._q(f"SELECT count(*) FROM {{s}}.memories WHERE namespace=%s AND {idle} IS NOT NULL", (self.namespace,)).fetchone()[0]
-
 # %% ../../nbs/memory/25b_pg_consolidate.ipynb #5b0c1a31
 @patch
 def clear_idle(self: PostgresBackend, batch: int = 500) -> int:
@@ -106,6 +86,26 @@ def clear_idle(self: PostgresBackend, batch: int = 500) -> int:
         done += len(got)
         if len(got) < batch: return done
         after = max(s for s, in got)
+
+# %% ../../nbs/memory/25b_pg_consolidate.ipynb #5b0c1a12
+@patch
+def stage_vectors(self: PostgresBackend, vectors: dict, batch: int = 500) -> dict:
+    "Write `vectors` into the namespace's idle vector column in batches (their HNSW entries are made here, outside the lock); returns {}."
+    if self.readonly: raise PermissionError(f"store: {self!r} was opened read-only")
+    self._ensure_slots(); self._q(STAGED.format(s="{s}", dim=self.dim))
+    serving, ids = self._pointer()[2], list(vectors)
+    self.clear_idle(batch)                                  # a killed run's leftovers
+    for i in range(0, len(ids), batch):
+        with self.db.transaction(): self._stage_into(self._idle(serving), {m: vectors[m] for m in ids[i:i + batch]})
+    self.staged_slot = next(c for c in SLOTS if c != serving)  # what this backend's switch may flip to
+    return {}
+
+@patch
+def staged_count(self: PostgresBackend) -> int:
+    "How many of the namespace's rows have a vector in the idle column (0 while the schema has one column)."
+    idle = next(c for c in SLOTS if c != self._pointer()[2])
+    if self._q("SELECT 1 FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s", (f"{self.schema}.memories", idle)).fetchone() is None: return 0
+    return self._q(f"SELECT count(*) FROM {{s}}.memories WHERE namespace=%s AND {idle} IS NOT NULL", (self.namespace,)).fetchone()[0]
 
 # %% ../../nbs/memory/25b_pg_consolidate.ipynb #5b0c1a15
 @patch

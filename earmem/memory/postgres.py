@@ -17,12 +17,12 @@ from .storage import (BACKENDS, RECORD_COLUMNS, AUDIT_COLUMNS, AuditEntry, Feedb
                                    _authority_end, check_finite_learner, check_manifest, check_namespace, learner_seq, redact_url)
 
 # %% auto #0
-__all__ = ['PG_FORMAT', 'PG_VERSION', 'PG_SCHEMA', 'HNSW_INDEX', 'UPGRADES', 'DEDUPE_NEIGHBOURS', 'RECONNECT_TRIES',
+__all__ = ['PG_FORMAT', 'PG_VERSION', 'PG_SCHEMA', 'HNSW_INDEX', 'SLOTS', 'UPGRADES', 'DEDUPE_NEIGHBOURS', 'RECONNECT_TRIES',
            'RECONNECT_WAIT', 'RESILIENT', 'check_identifier', 'connect_postgres', 'PostgresBackend',
            'open_postgres_store']
 
 # %% ../../nbs/memory/25_postgres.ipynb #90f923a8
-PG_FORMAT, PG_VERSION = "earmem.memory.postgres-store", 1
+PG_FORMAT, PG_VERSION = "earmem.memory.postgres-store", 2  # 2: a namespace may serve its second vector column (chapter 25b)
 PG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS {s}.info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.meta (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS {s}.feedback_requests (namespace TEXT NOT NULL, reque
 """
 HNSW_INDEX = ("CREATE INDEX IF NOT EXISTS memories_hnsw ON {s}.memories USING hnsw (embedding vector_ip_ops) "
               "WITH (m = {m}, ef_construction = {ef_construction})")
+SLOTS = {"embedding": "memories_hnsw", "embedding_alt": "memories_alt_hnsw"}  # the vector columns a namespace may serve, and their HNSW indexes
 
 # %% ../../nbs/memory/25_postgres.ipynb #e02e1451
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -107,7 +108,7 @@ class PostgresBackend:
         self.schema, self.readonly = check_identifier(schema, "schema"), bool(readonly)
         self.ef_search, self.url, self.lock_timeout = check_positive_int(ef_search, "ef_search"), url, float(lock_timeout)
         self.hnsw = dict(m=check_positive_int(hnsw_m, "hnsw_m"), ef_construction=check_positive_int(hnsw_ef_construction, "hnsw_ef_construction"))
-        self.index, self.rev, self.learner, self.db = _Index(self.dim), 0, "", None
+        self.index, self.rev, self.learner, self.column, self.db = _Index(self.dim), 0, "", "embedding", None
         self.db = connect_postgres(url, connect_timeout)
         try:
             self._ensure_schema(create and not self.readonly)
@@ -196,20 +197,22 @@ def _ensure_namespace(self: PostgresBackend):
 # %% ../../nbs/memory/25_postgres.ipynb #078d30dc
 @patch
 def _pointer(self: PostgresBackend) -> tuple:
-    "(rev, learner version) of the namespace; (0, '') before its first write."
-    got = dict(self._q("SELECT key, value FROM {s}.meta WHERE namespace=%s AND key IN ('rev', 'learner')", (self.namespace,)).fetchall())
-    return int(got.get("rev", 0)), got.get("learner", "")
+    "(rev, learner version, serving vector column) of the namespace; (0, '', 'embedding') before its first write."
+    got = dict(self._q("SELECT key, value FROM {s}.meta WHERE namespace=%s AND key IN ('rev', 'learner', 'slot')", (self.namespace,)).fetchall())
+    slot = got.get("slot", "embedding")  # pasted into SQL: only a column of SLOTS
+    if slot not in SLOTS: raise ValueError(f"schema: namespace {self.namespace!r} serves vector column {slot!r}; expected one of {list(SLOTS)}")
+    return int(got.get("rev", 0)), got.get("learner", ""), slot
 
 @patch
 def refresh(self: PostgresBackend) -> str:
-    "Read the namespace's current revision and learner pointer; returns the learner pointer."
-    self.rev, self.learner = self._pointer()
+    "Read the namespace's current revision, learner pointer and serving vector column; returns the learner pointer."
+    self.rev, self.learner, self.column = self._pointer()
     return self.learner
 
 @patch
 def changed(self: PostgresBackend) -> bool:
     "True when anyone committed a write in this namespace since the last `refresh`."
-    return self._pointer() != (self.rev, self.learner)
+    return self._pointer() != (self.rev, self.learner, self.column)
 
 # %% ../../nbs/memory/25_postgres.ipynb #ccfe833c
 @patch
@@ -231,6 +234,7 @@ def write(self: PostgresBackend):
     if self.readonly: raise PermissionError(f"store: {self!r} was opened read-only")
     with self.db.transaction():
         rev = self._lock_namespace() + 1
+        self.column = self._pointer()[2]  # read under the lock: a switch (chapter 25b) may have moved the serving column
         self._set_meta("rev", rev)
         yield rev
     self.refresh()
@@ -273,7 +277,7 @@ def _copy_row(self: PostgresBackend, r: tuple, rev: int) -> list:
 def insert(self: PostgresBackend, rows: list, rev: int, revived: set = frozenset()):
     "Insert new memories (`MemoryRow`s) with binary COPY; `revived` is accepted for the SQLite signature (no tombstones here)."
     data = [self._copy_row(r, rev) for r in rows]  # all checked before anything is sent
-    cols = ", ".join(("namespace",) + COLUMNS + ("entity_keys", "rev"))
+    cols = ", ".join(("namespace",) + COLUMNS[:-1] + (self.column, "entity_keys", "rev"))  # the embedding goes to the serving column
     with self.db.cursor() as cur, cur.copy(f"COPY {self.schema}.memories ({cols}) FROM STDIN WITH (FORMAT BINARY)") as cp:
         cp.set_types(_TYPES)
         for d in data: cp.write_row(d)
@@ -285,7 +289,7 @@ def update_many(self: PostgresBackend, columns: tuple, rows: list, rev: int):
     bad = set(columns) - set(COLUMNS[1:])
     if bad: raise ValueError(f"columns: {sorted(bad)} are not memory columns; expected some of {COLUMNS[1:]}")
     extra = ", entity_keys=%s" if "entities" in columns else ""
-    sets = ", ".join(f"{c}=%s" for c in columns) + extra
+    sets = ", ".join(f"{self.column if c == 'embedding' else c}=%s" for c in columns) + extra
     def params(mid, vals):
         vals = [self._vector(v, mid) if c == "embedding" else v for c, v in zip(columns, vals)]
         if extra: vals.append([e.casefold() for e in json.loads(vals[columns.index("entities")])])
@@ -395,12 +399,13 @@ def counts(self: PostgresBackend) -> dict:
 
 @patch
 def check(self: PostgresBackend) -> int:
-    "The column's vector type, the HNSW index's validity and the rows' fields; returns the namespace's rows, ValueError when anything is wrong."
-    typ = self._q("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'embedding'",
-                  (f"{self.schema}.memories",)).fetchone()[0]
-    if typ != f"vector({self.dim})": raise ValueError(f"schema: {self.schema}.memories.embedding is {typ}, expected vector({self.dim})")
-    valid = self._q("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (f"{self.schema}.memories_hnsw",)).fetchone()
-    if not valid or not valid[0]: raise ValueError(f"schema: the HNSW index {self.schema}.memories_hnsw is missing or invalid; REINDEX it")
+    "The serving column's vector type, its HNSW index's validity and the rows' fields; returns the namespace's rows, ValueError when anything is wrong."
+    col, index = self.column, SLOTS[self.column]
+    typ = self._q("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
+                  (f"{self.schema}.memories", col)).fetchone()[0]
+    if typ != f"vector({self.dim})": raise ValueError(f"schema: {self.schema}.memories.{col} is {typ}, expected vector({self.dim})")
+    valid = self._q("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (f"{self.schema}.{index}",)).fetchone()
+    if not valid or not valid[0]: raise ValueError(f"schema: the HNSW index {self.schema}.{index} is missing or invalid; REINDEX it")
     bad = self._q("SELECT count(*) FROM {s}.memories WHERE namespace=%s AND (kind <> ALL(%s) OR store <> ALL(%s) OR status NOT IN ('active', 'superseded', 'retracted'))",
                   (self.namespace, list(KINDS), list(STORES))).fetchone()[0]
     if bad: raise ValueError(f"schema: {bad} memories in namespace {self.namespace!r} have an unknown kind, store or status")
@@ -455,6 +460,10 @@ BACKENDS["postgresql"] = BACKENDS["postgres"] = open_postgres_store
 # %% ../../nbs/memory/25_postgres.ipynb #65ef8197
 _SELECT = ", ".join(COLUMNS)
 
+def _select(column: str = "embedding") -> str:
+    "The COLUMNS to fetch, the embedding read from vector column `column` (the namespace's serving one, `PostgresBackend.column`)."
+    return ", ".join(COLUMNS[:-1] + (f"{column} AS embedding",))
+
 def _stored_row(r) -> MemoryRow:
     "A fetched row (psycopg's `namedtuple_row` over seq, the COLUMNS, …) as a `MemoryRow`, the embedding as float32 bytes."
     return MemoryRow(*(getattr(r, c) for c in COLUMNS[:-1]), r.embedding.to_numpy().astype(np.float32).tobytes())
@@ -469,7 +478,7 @@ def _fetch(self: PostgresBackend, sql: str, params=()) -> list:
 @patch
 def dump_rows(self: PostgresBackend) -> list:
     "Every memory row of the namespace (any status) as a `MemoryRow`, oldest first."
-    return [_stored_row(r) for r in self._fetch(f"SELECT seq, {_SELECT} FROM {{s}}.memories WHERE namespace=%s ORDER BY seq", (self.namespace,))]
+    return [_stored_row(r) for r in self._fetch(f"SELECT seq, {_select(self.column)} FROM {{s}}.memories WHERE namespace=%s ORDER BY seq", (self.namespace,))]
 
 @patch
 def dump_audit(self: PostgresBackend) -> list:
@@ -570,7 +579,7 @@ def _where(self: PostgresBackend, flt: SearchFilter | None = None) -> tuple:
 @patch
 def _nearest(self: PostgresBackend, q: np.ndarray, K: int, where: str, params: list) -> list:
     "(seq, `MemoryRow`) of the (approximately) K nearest rows by inner product that satisfy `where`."
-    sql = f"SELECT seq, {_SELECT} FROM {{s}}.memories WHERE {where} ORDER BY embedding <#> %s LIMIT %s"
+    sql = f"SELECT seq, {_select(self.column)} FROM {{s}}.memories WHERE {where} ORDER BY {self.column} <#> %s LIMIT %s"
     if K <= self.ef_search: got = self._fetch(sql, (*params, q, int(K)))
     else:  # HNSW returns at most ef_search rows: widen it for this query only
         with self.db.transaction():
@@ -619,7 +628,7 @@ def _lexical_rows(self: PostgresBackend, text: str, K: int, where: str, params: 
     if self._q(size, (self.namespace, cap)).fetchone()[0] == cap:  # a smaller namespace cannot rank more matches than the budget
         words = within_budget({w: self._estimated_matches(w) for w in words}, self.lexical_budget)
     if not words: return []
-    sql = (f"SELECT seq, {_SELECT}, ts_rank_cd(tsv, tq) AS lexical_rank FROM {{s}}.memories, to_tsquery('english', %s) tq "
+    sql = (f"SELECT seq, {_select(self.column)}, ts_rank_cd(tsv, tq) AS lexical_rank FROM {{s}}.memories, to_tsquery('english', %s) tq "
            f"WHERE {where} AND tsv @@ tq ORDER BY lexical_rank DESC, seq LIMIT %s")
     return [(r.seq, _stored_row(r), float(r.lexical_rank)) for r in self._fetch(sql, (" | ".join(words), *params, int(K)))]
 
@@ -648,8 +657,8 @@ def near_duplicates(self: PostgresBackend, kinds: list, V: np.ndarray, thr: floa
     V = np.asarray(V, np.float32)
     if V.ndim != 2 or V.shape[1] != self.dim or len(V) != len(kinds):
         raise ValueError(f"V: expected ({len(kinds)}, {self.dim}) embeddings, one per kind, got shape {V.shape}")
-    sql = (f"SELECT seq, {_SELECT} FROM {self.schema}.memories WHERE namespace = %s AND status = 'active' AND kind = %s "
-           "AND NOT (id = ANY(%s)) ORDER BY embedding <#> %s LIMIT %s")
+    sql = (f"SELECT seq, {_select(self.column)} FROM {self.schema}.memories WHERE namespace = %s AND status = 'active' AND kind = %s "
+           f"AND NOT (id = ANY(%s)) ORDER BY {self.column} <#> %s LIMIT %s")
     found, cursors = [], []
     with self.db.pipeline():
         for kind, v in zip(kinds, V):

@@ -253,12 +253,14 @@ def switch_encoder(self: MemoryStore, enc, encoder_id: str, lineage: dict | None
     texts, rev0 = self._memory_texts()
     t0 = time.perf_counter(); vectors = _embed_rows(enc, texts, self.dim, progress); seconds = time.perf_counter() - t0
     left = self._backend.stage_vectors(vectors)        # PostgreSQL: written beside the serving ones; SQLite: kept for the commit
+    more, rev1 = self._memory_texts(rev0)               # rows written during that pass: embedded outside the lock as well
+    left.update(_embed_rows(enc, more, self.dim, False))
     probe = np.asarray(enc.encode_documents([PROBE_TEXT]))[0]
     fresh = self._new_learner()                         # built before the lock: its first import can take seconds
     record = {"encoder": encoder_id, "dim": self.dim, "probe": probe_fingerprint(probe), "lineage": lineage}
     with self._lock:
         with self._backend.write() as rev:
-            left.update(_embed_rows(enc, self._memory_texts(rev0)[0], self.dim, False))  # rows written meanwhile
+            left.update(_embed_rows(enc, self._memory_texts(rev1)[0], self.dim, False))  # rows written since: few
             self._backend.switch_vectors(left, record, self._fresh_checkpoint(self._backend.last_feedback(), fresh), rev)
         self._adopt_switch(); self._encoder = enc; self._sync_learner()
     return {"memories": len(vectors), "encode_seconds": round(seconds, 1), "encoder": encoder_id}

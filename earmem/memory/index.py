@@ -270,6 +270,8 @@ def convert(self: VectorLog, db, chunk: int = 65536) -> int:
         if log_format(db) != "1": db.execute("COMMIT"); return 0  # another writer converted it meanwhile
         for stale in folder.glob(f".{self.path.name}.*.tmp"): stale.unlink()  # a killed conversion's file (no writer but us now)
         n = old.path.stat().st_size // old.width if old.path.exists() else 0  # a torn tail is never referenced
+        refs = b"".join(b for b, in db.execute("SELECT embedding FROM memories WHERE length(embedding) = ?", (REF_SIZE,)))
+        if refs: old._slots(int(np.frombuffer(refs, [("at", "u1"), ("slot", "<i8")])["slot"].max()) + 1)  # a truncated log: named, left as it is
         with open(tmp, "wb") as f:
             for i in range(0, n, chunk): f.write(round_f16(old._slots(n)[i:i + chunk]).astype(self.dtype).tobytes())
             f.flush(); os.fsync(f.fileno())

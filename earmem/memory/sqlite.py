@@ -105,9 +105,8 @@ def refresh(self: SQLiteBackend) -> str:
     outer = not db.in_transaction
     if outer: db.execute("BEGIN")
     try:
-        if (log := self.vlog.follow(db)) is not self.vlog:  # another writer converted the vector log (chapter 19a): its values from now on
-            self.vlog, ix = log, self.index
-            if log.fmt == "f16": ix.E[:ix.n] = round_f16(ix.E[:ix.n])
+        if (log := self.vlog.follow(db)) is not self.vlog:  # another writer converted the log to float16 (chapter 19a): its values from now on
+            self.vlog, self.index.E[:self.index.n] = log, round_f16(self.index.E[:self.index.n])  # (to float32 only when opening: none loaded)
         rev = int(self._meta("rev"))
         if rev != self.rev: self._catch_up(rev)
         self.learner = self._meta("learner")

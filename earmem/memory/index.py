@@ -4,7 +4,7 @@
 
 # %% ../../nbs/memory/19a_index.ipynb #ef5b5d2e
 from __future__ import annotations
-import json, os
+import json, os, sqlite3, warnings
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
@@ -264,9 +264,9 @@ def convert(self: VectorLog, db, chunk: int = 65536) -> int:
     if self.fmt == "1": return 0
     if log_format(db) == self.fmt: old.path.unlink(missing_ok=True)  # a conversion killed after its commit left the old file
     if log_format(db) != "1": return 0
-    db.execute("BEGIN IMMEDIATE")
     tmp = folder / f".{self.path.name}.{os.getpid()}.tmp"
     try:
+        db.execute("BEGIN IMMEDIATE")
         if log_format(db) != "1": db.execute("COMMIT"); return 0  # another writer converted it meanwhile
         for stale in folder.glob(f".{self.path.name}.*.tmp"): stale.unlink()  # a killed conversion's file (no writer but us now)
         n = old.path.stat().st_size // old.width if old.path.exists() else 0  # a torn tail is never referenced
@@ -277,9 +277,12 @@ def convert(self: VectorLog, db, chunk: int = 65536) -> int:
             f.flush(); os.fsync(f.fileno())
         os.replace(tmp, self.path); fsync_dir(folder)
         db.execute("UPDATE meta SET value=? WHERE key='vector_log'", (self.fmt,)); db.execute("COMMIT")
-    except BaseException:
+    except BaseException as e:
         if db.in_transaction: db.execute("ROLLBACK")
-        tmp.unlink(missing_ok=True); raise
+        tmp.unlink(missing_ok=True)
+        if not isinstance(e, (OSError, sqlite3.OperationalError)): raise
+        warnings.warn(f"store: {old.path} stays float32 for now ({e}); it is read as it is, and the next writer converts it", RuntimeWarning)
+        return 0  # disk full, the lock held too long: the store works as it is
     old.path.unlink(); self._map = None
     return n
 

@@ -283,7 +283,7 @@ def convert(self: VectorLog, db, chunk: int = 65536) -> int:
         if not isinstance(e, (OSError, sqlite3.OperationalError)): raise
         warnings.warn(f"store: {old.path} stays float32 for now ({e}); it is read as it is, and the next writer converts it", RuntimeWarning)
         return 0  # disk full, the lock held too long: the store works as it is
-    old.path.unlink(); self._map = None
+    old.path.unlink(missing_ok=True); self._map = None
     return n
 
 # %% ../../nbs/memory/19a_index.ipynb #6c2f7e94

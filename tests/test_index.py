@@ -192,12 +192,12 @@ def test_sigkill_during_adds_with_graph(tmp_path):
 def test_older_store_with_inline_vectors_reads_and_converts(tmp_path):
     "A store written before the vector log (vectors inline in the rows, no vectors.f32): a reader answers as before, a writer converts it once, and the answers stay the same."
     import sqlite3
-    from earmem.memory.index import VECTOR_LOG, REF_SIZE
+    from earmem.memory.index import VECTOR_LOG16 as VECTOR_LOG, REF_SIZE   # the log a store writes now (float16)
     folder, rng = tmp_path / "old", np.random.default_rng(3)
     s = _store(folder); E = _unit(rng, 300, 32)
     s.add_many([{"text": f"note {i}", "kind": "fact"} for i in range(300)], embeddings=E); s.close()
     db = sqlite3.connect(folder / "memories.sqlite", isolation_level=None)   # turn it back into the older layout
-    log = np.fromfile(folder / VECTOR_LOG, np.float32).reshape(-1, 32)
+    log = np.fromfile(folder / VECTOR_LOG, np.float16).astype(np.float32).reshape(-1, 32)
     refs = db.execute("SELECT seq, embedding FROM memories").fetchall()
     db.executemany("UPDATE memories SET embedding=? WHERE seq=?", [(log[int.from_bytes(b[1:], "little")].tobytes(), q) for q, b in refs])
     db.execute("DELETE FROM meta WHERE key='vector_log'"); db.close(); (folder / VECTOR_LOG).unlink()
@@ -208,4 +208,111 @@ def test_older_store_with_inline_vectors_reads_and_converts(tmp_path):
     w = _store(folder)
     lens = {len(b) for b, in w._backend.db.execute("SELECT embedding FROM memories")}
     after = [[h.id for h in w.search(q, k=5)] for q in Q]; w.close()
-    assert lens == {REF_SIZE} and after == before and (folder / VECTOR_LOG).stat().st_size == 300 * 32 * 4
+    assert lens == {REF_SIZE} and after == before and (folder / VECTOR_LOG).stat().st_size == 300 * 32 * 2
+
+
+# ============================================================================ the float16 vector log (issue 22)
+def _f16_store(folder, n=300, dim=32, seed=5):
+    "A store of `n` facts with float32 unit embeddings; returns (store, the embeddings as given)."
+    s = _store(folder, dim); E = _unit(np.random.default_rng(seed), n, dim)
+    s.add_many([{"text": f"note {i}", "kind": "fact", "id": f"n{i}"} for i in range(n)], embeddings=E)
+    return s, E
+
+
+def _scores(b, Q, K=10):
+    "(ids, cosines) of the top-K of each query through the backend, as plain lists."
+    out = []
+    for q in Q:
+        rows, cos = b.candidates(q, K)
+        out.append(([b.index.ids[r] for r in rows], np.asarray(cos, np.float32).tolist()))
+    return out
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_f16_log_scores_the_same_after_reopen(tmp_path, graph):
+    "New stores keep 2·dim bytes a vector; the mirror holds the float16-rounded values right after the add, and every score (search, dedupe) is bit-identical after a reopen."
+    from earmem.memory.index import VECTOR_LOG, VECTOR_LOG16, round_f16
+    folder = tmp_path / "s"
+    s, E = _f16_store(folder); _force(s, graph); b = s._backend
+    Q = _unit(np.random.default_rng(6), 20, 32)
+    probe = E[:5] + 0.05 * _unit(np.random.default_rng(7), 5, 32); probe /= np.linalg.norm(probe, axis=1, keepdims=True)
+    mirror = b.index.E[[b.index.pos[f"n{i}"] for i in range(300)]].copy()
+    stored, batch = b.near_duplicates(["fact"] * 2, np.stack([E[0], E[0]]), 0.9)   # a new vector scores as if it were stored already
+    assert abs(dict((r, c) for c, r in stored[1])[b.index.pos["n0"]] - batch[1][0][0]) < 1e-6
+    before, dup_before = _scores(b, Q), b.near_duplicates(["fact"] * 5, probe, 0.9)
+    s.close()
+    assert (folder / VECTOR_LOG16).stat().st_size == 300 * 2 * 32 and not (folder / VECTOR_LOG).exists()   # 2·dim bytes a vector
+    assert np.array_equal(mirror, round_f16(E)) and not np.array_equal(mirror, E)   # rounded at add time, not only on disk
+    s = _store(folder); _force(s, graph); b = s._backend
+    after, dup_after = _scores(b, Q), b.near_duplicates(["fact"] * 5, probe, 0.9)
+    assert np.array_equal(b.index.E[[b.index.pos[f"n{i}"] for i in range(300)]], mirror)
+    assert after == before and dup_after == dup_before and any(dup_before[0])      # same ids, same cosines to the bit
+    exact = [sorted(((float(c), i) for c, i in zip(round_f16(E) @ q, range(300))), reverse=True)[:10] for q in Q]
+    assert [ids for ids, _ in after] == [[f"n{i}" for _, i in e] for e in exact]    # exact top-K of the stored vectors
+    s.close()
+
+
+def _to_f32_store(folder, E):
+    "Turn a float16 store back into one with the older float32 log, holding the original (unrounded) vectors `E` (rows n0…)."
+    import sqlite3
+    from earmem.memory.index import VECTOR_LOG, VECTOR_LOG16
+    db = sqlite3.connect(folder / "memories.sqlite", isolation_level=None)
+    log = np.zeros((len(E), E.shape[1]), np.float32)
+    for mid, ref in db.execute("SELECT id, embedding FROM memories"): log[int.from_bytes(ref[1:], "little")] = E[int(mid[1:])]
+    log.tofile(folder / VECTOR_LOG); (folder / VECTOR_LOG16).unlink()
+    db.execute("UPDATE meta SET value='1' WHERE key='vector_log'"); db.close()
+
+
+def test_older_f32_log_reads_unchanged_then_converts(tmp_path):
+    "A store with a vectors.f32 log: a reader reads it as it is (float32 values, nothing written); a writer converts it to float16 once; a reader opened before follows the switch."
+    from earmem.memory.index import VECTOR_LOG, VECTOR_LOG16, round_f16, log_format
+    folder = tmp_path / "old"
+    s, E = _f16_store(folder); s.close(); _to_f32_store(folder, E)
+    ro = MemoryStore(folder, encoder=HashingEncoder(32), readonly=True); b = ro._backend
+    assert b.vlog.fmt == "1" and np.array_equal(b.index.E[[b.index.pos[f"n{i}"] for i in range(300)]], E)   # unchanged values
+    Q = _unit(np.random.default_rng(8), 10, 32)
+    ids_before = [ids for ids, _ in _scores(b, Q)]
+    assert not (folder / VECTOR_LOG16).exists() and (folder / VECTOR_LOG).stat().st_size == 300 * 4 * 32   # a reader converts nothing
+    w = _store(folder); wb = w._backend                                            # a writer converts
+    assert (wb.vlog.fmt, log_format(wb.db)) == ("f16", "f16") and not (folder / VECTOR_LOG).exists()
+    assert (folder / VECTOR_LOG16).stat().st_size == 300 * 2 * 32
+    assert np.array_equal(wb.index.E[[wb.index.pos[f"n{i}"] for i in range(300)]], round_f16(E))
+    assert [ids for ids, _ in _scores(wb, Q)] == ids_before
+    w.add_many([{"text": "a later note", "kind": "fact", "id": "later"}], embeddings=-E[:1])
+    ro.search(Q[0], k=5)                                                           # the old reader refreshes: follows the new log
+    assert b.vlog.fmt == "f16" and np.array_equal(b.index.E[b.index.pos["later"]], round_f16(-E[:1])[0])
+    assert np.array_equal(b.index.E[[b.index.pos[f"n{i}"] for i in range(300)]], round_f16(E))   # its mirror rounded like a reopen
+    ro.close(); w.close()
+
+
+_KILL_AT = {"tmp written": ("os", "fsync"), "renamed, not committed": ("index", "fsync_dir"), "committed, old log kept": ("path", "unlink")}
+
+
+@pytest.mark.parametrize("stage", list(_KILL_AT))
+def test_kill_mid_conversion_leaves_a_whole_store(tmp_path, stage):
+    "A writer killed (os._exit, no clean-up) at each step of the conversion leaves a store that opens whole: every memory, its vector, one log."
+    import pathlib, earmem.memory.index as index
+    from earmem.memory.index import VECTOR_LOG, VECTOR_LOG16, round_f16
+    folder = tmp_path / "old"
+    s, E = _f16_store(folder); s.close(); _to_f32_store(folder, E)
+    where, name = _KILL_AT[stage]
+    pid = os.fork()
+    if pid == 0:                                                                   # the child: a writer that dies at `stage`
+        try:
+            if where == "os": os.fsync = lambda fd: os._exit(9)
+            elif where == "index": index.fsync_dir = lambda folder: os._exit(9)
+            else:
+                unlink = pathlib.Path.unlink
+                pathlib.Path.unlink = lambda p, missing_ok=False: os._exit(9) if p.name == VECTOR_LOG else unlink(p, missing_ok=missing_ok)
+            SQLiteBackend(folder, 32).close()
+        finally: os._exit(0)
+    assert os.waitpid(pid, 0)[1] >> 8 == 9                                         # it died where asked, mid-conversion
+    converted = stage == "committed, old log kept"
+    ro = SQLiteBackend(folder, 32, readonly=True)                                  # a reader sees a whole store, one log or the other
+    assert ro.vlog.fmt == ("f16" if converted else "1") and ro.index.n == 300
+    assert np.array_equal(ro.index.E[[ro.index.pos[f"n{i}"] for i in range(300)]], round_f16(E) if converted else E); ro.close()
+    w = SQLiteBackend(folder, 32)                                                  # the next writer finishes the job
+    assert w.vlog.fmt == "f16" and w.check() == 300
+    assert np.array_equal(w.index.E[[w.index.pos[f"n{i}"] for i in range(300)]], round_f16(E)); w.close()
+    assert not (folder / VECTOR_LOG).exists() and not list(folder.glob(".vectors.f16.*"))
+    assert (folder / VECTOR_LOG16).stat().st_size == 300 * 2 * 32

@@ -4,15 +4,16 @@
 
 # %% ../../nbs/memory/19a_index.ipynb #ef5b5d2e
 from __future__ import annotations
-import json, os
+import json, os, sqlite3, warnings
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 from ..core import atomic_write_json
 
 # %% auto #0
-__all__ = ['INDEX_FILE', 'STAMP_FILE', 'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'REF_SIZE',
-           'VectorIndex', 'read_stamp', 'save_vectors', 'restore_vectors', 'fsync_dir', 'VectorLog']
+__all__ = ['INDEX_FILE', 'STAMP_FILE', 'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'VECTOR_LOG16',
+           'LOG_FORMATS', 'REF_SIZE', 'VectorIndex', 'read_stamp', 'save_vectors', 'restore_vectors', 'fsync_dir',
+           'round_f16', 'VectorLog', 'log_format']
 
 # %% ../../nbs/memory/19a_index.ipynb #f0e09212
 INDEX_FILE = "vectors.usearch"  # the graph, in the store folder
@@ -150,7 +151,8 @@ def restore_vectors(folder: Path, dim: int) -> tuple:
     return np.asarray(E), seq, stamp
 
 # %% ../../nbs/memory/19a_index.ipynb #e26d3f00
-VECTOR_LOG = "vectors.f32"  # the store's float32 vectors, one slot of 4·dim bytes each, only ever appended
+VECTOR_LOG, VECTOR_LOG16 = "vectors.f32", "vectors.f16"  # the log files: float32 (older stores, 4·dim bytes a slot), float16 (2·dim)
+LOG_FORMATS = {"1": (VECTOR_LOG, np.float32), "f16": (VECTOR_LOG16, np.float16)}  # the `vector_log` meta value → (file, slot type)
 REF_SIZE = 9  # a row's embedding column holding b"@" + its slot (int64, little-endian): never a float32 vector's length (a multiple of 4)
 
 def fsync_dir(folder: Path):
@@ -159,35 +161,45 @@ def fsync_dir(folder: Path):
     try: os.fsync(fd)
     finally: os.close(fd)
 
+def round_f16(V: np.ndarray) -> np.ndarray:
+    "float32 `V` rounded to the float16 values the log keeps (idempotent); ValueError beyond float16's range."
+    V = np.asarray(V, np.float32)
+    if V.size and np.abs(V).max() > 65504: raise ValueError("embedding: values beyond ±65504 do not fit the float16 vector log")
+    return V.astype(np.float16).astype(np.float32)
+
+# %% ../../nbs/memory/19a_index.ipynb #b7d2e4f1
 class VectorLog:
-    "The vectors of a store folder's rows, appended to one file and referenced from the rows by slot."
-    def __init__(self, folder: Path, dim: int):
-        self.path, self.dim, self.width, self._map = Path(folder) / VECTOR_LOG, dim, 4 * dim, None
+    "The vectors of a store folder's rows, appended to one file and referenced from the rows by slot (`fmt`: a key of `LOG_FORMATS`)."
+    def __init__(self, folder: Path, dim: int, fmt: str = "f16"):
+        if fmt not in LOG_FORMATS: raise ValueError(f"fmt: expected one of {sorted(LOG_FORMATS)}, got {fmt!r}")
+        name, self.dtype = LOG_FORMATS[fmt]
+        self.fmt, self.path, self.dim, self._map = fmt, Path(folder) / name, dim, None
+        self.width = np.dtype(self.dtype).itemsize * dim  # bytes a slot
 
     def append(self, V: np.ndarray) -> list:
-        "Append the rows of `V`, fsynced; returns their references (to store in the rows, in the same transaction)."
-        V = np.ascontiguousarray(V, np.float32).reshape(-1, self.dim)
+        "Append the rows of `V` (stored as the log's type, see `round_f16`), fsynced; returns their references (to store in the rows, in the same transaction)."
+        V = np.ascontiguousarray(round_f16(V) if self.dtype == np.float16 else V, np.float32).reshape(-1, self.dim)
         new = not self.path.exists()
         with open(self.path, "ab") as f:
             end = f.seek(0, 2); start = -(-end // self.width)  # a torn append of a crashed writer is padded over, never reused
-            f.write(b"\0" * (start * self.width - end) + V.tobytes()); f.flush(); os.fsync(f.fileno())
+            f.write(b"\0" * (start * self.width - end) + V.astype(self.dtype).tobytes()); f.flush(); os.fsync(f.fileno())
         if new: fsync_dir(self.path.parent)
         return [b"@" + int(s).to_bytes(8, "little") for s in range(start, start + len(V))]
 
 # %% ../../nbs/memory/19a_index.ipynb #dedfeb98
 @patch
 def _slots(self: VectorLog, count: int) -> np.ndarray:
-    "The file as a copy-on-write (slots, dim) matrix holding at least `count` slots (re-mapped when the file grew)."
+    "The file as a copy-on-write (slots, dim) matrix of the log's type holding at least `count` slots (re-mapped when the file grew)."
     if self._map is None or len(self._map) < count:
         size = self.path.stat().st_size // self.width if self.path.exists() else 0
         if size < count: raise ValueError(f"path: a row references vector slot {count - 1}, but {self.path} holds {size}; the store is corrupted")
-        self._map = np.memmap(self.path, np.float32, "c", shape=(size, self.dim)) if size else np.zeros((0, self.dim), np.float32)
+        self._map = np.memmap(self.path, self.dtype, "c", shape=(size, self.dim)) if size else np.zeros((0, self.dim), self.dtype)
     return self._map
 
 # %% ../../nbs/memory/19a_index.ipynb #d707c7b1
 @patch
 def matrix(self: VectorLog, blobs: list) -> np.ndarray:
-    "The (len(blobs), dim) float32 vectors of embedding columns: inline vectors (older rows) or references; a view of the file when they are consecutive slots."
+    "The (len(blobs), dim) float32 vectors of embedding columns: inline vectors (older rows) or references; for consecutive slots a view of a float32 file, one conversion of a float16 one."
     joined = b"".join(blobs)
     every = len(joined) == REF_SIZE * len(blobs)  # only references add up to that (an inline vector is 4·dim bytes)
     refs = np.ones(len(blobs), bool) if every else np.fromiter((len(b) == REF_SIZE for b in blobs), bool, len(blobs))
@@ -196,13 +208,14 @@ def matrix(self: VectorLog, blobs: list) -> np.ndarray:
                 np.frombuffer(b"".join(b[1:] for b, r in zip(blobs, refs) if r), "<i8")
         log = self._slots(int(slots.max()) + 1)
         if refs.all() and np.array_equal(slots, np.arange(slots[0], slots[0] + len(slots))):  # a map of its own (writes stay private)
-            return np.asarray(np.memmap(self.path, np.float32, "c", offset=int(slots[0]) * self.width, shape=(len(slots), self.dim)))  # a plain view: no memmap overhead per index
+            run = np.memmap(self.path, self.dtype, "c", offset=int(slots[0]) * self.width, shape=(len(slots), self.dim))
+            return np.asarray(run) if self.dtype == np.float32 else run.astype(np.float32)  # a plain view (no memmap overhead per index), or a float32 copy
     out = np.empty((len(blobs), self.dim), np.float32)
     if refs.any(): out[refs] = log[slots]
     inline = [b for b, r in zip(blobs, refs) if not r]
     if inline:
         blob = b"".join(inline)
-        if len(blob) != self.width * len(inline):
+        if len(blob) != 4 * self.dim * len(inline):
             raise ValueError(f"path: some stored embeddings are not {self.dim}-dimensional; the database is corrupted")
         out[~refs] = np.frombuffer(blob, np.float32).reshape(-1, self.dim)
     return out
@@ -217,23 +230,65 @@ def inline(self: VectorLog, blob: bytes) -> bytes:
 def append_bytes(self: VectorLog, blobs: list) -> list:
     "`append` the float32 bytes of one embedding each (as the rows carry them); returns their references."
     if not blobs: return []
-    if any(len(b) != self.width for b in blobs): raise ValueError(f"embedding: expected {self.dim} float32 values (4 bytes each) per memory")
+    if any(len(b) != 4 * self.dim for b in blobs): raise ValueError(f"embedding: expected {self.dim} float32 values (4 bytes each) per memory")
     return self.append(np.frombuffer(b"".join(blobs), np.float32))
 
 # %% ../../nbs/memory/19a_index.ipynb #65f002a9
+def log_format(db) -> str | None:
+    "The `vector_log` meta value of the store of SQLite connection `db`: a key of `LOG_FORMATS`, or None before the log."
+    got = db.execute("SELECT value FROM meta WHERE key='vector_log'").fetchone()
+    return got and got[0]
+
 @patch
 def migrate(self: VectorLog, db) -> int:
     "Move the inline vectors of an older store's rows (SQLite connection `db`) into the log, once: one transaction, rows keep their revision; drops the old mirror files. Returns how many moved."
-    if db.execute("SELECT 1 FROM meta WHERE key='vector_log'").fetchone(): return 0
+    if log_format(db) is not None: return 0
     db.execute("BEGIN IMMEDIATE")
     try:
         got = db.execute("SELECT seq, embedding FROM memories WHERE length(embedding) != ?", (REF_SIZE,)).fetchall()
         refs = self.append(self.matrix([v for _, v in got])) if got else []
         db.executemany("UPDATE memories SET embedding=? WHERE seq=?", [(r, s) for r, (s, _) in zip(refs, got)])
-        db.execute("INSERT OR REPLACE INTO meta VALUES ('vector_log', '1')")
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('vector_log', ?)", (self.fmt,))
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction: db.execute("ROLLBACK")
         raise
     for name in (MIRROR_FILE, MIRROR_SEQ_FILE, MIRROR_STAMP_FILE): (self.path.parent / name).unlink(missing_ok=True)  # superseded by the log
     return len(got)
+
+# %% ../../nbs/memory/19a_index.ipynb #8f0d3b6e
+@patch
+def convert(self: VectorLog, db, chunk: int = 65536) -> int:
+    "Rewrite the float32 log of the store of `db` as this float16 log, slot for slot, once (see above); returns how many slots it converted."
+    old, folder = VectorLog(self.path.parent, self.dim, "1"), self.path.parent
+    if self.fmt == "1": return 0
+    if log_format(db) == self.fmt: old.path.unlink(missing_ok=True)  # a conversion killed after its commit left the old file
+    if log_format(db) != "1": return 0
+    tmp = folder / f".{self.path.name}.{os.getpid()}.tmp"
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        if log_format(db) != "1": db.execute("COMMIT"); return 0  # another writer converted it meanwhile
+        for stale in folder.glob(f".{self.path.name}.*.tmp"): stale.unlink()  # a killed conversion's file (no writer but us now)
+        n = old.path.stat().st_size // old.width if old.path.exists() else 0  # a torn tail is never referenced
+        refs = b"".join(b for b, in db.execute("SELECT embedding FROM memories WHERE length(embedding) = ?", (REF_SIZE,)))
+        if refs: old._slots(int(np.frombuffer(refs, [("at", "u1"), ("slot", "<i8")])["slot"].max()) + 1)  # a truncated log: named, left as it is
+        with open(tmp, "wb") as f:
+            for i in range(0, n, chunk): f.write(round_f16(old._slots(n)[i:i + chunk]).astype(self.dtype).tobytes())
+            f.flush(); os.fsync(f.fileno())
+        os.replace(tmp, self.path); fsync_dir(folder)
+        db.execute("UPDATE meta SET value=? WHERE key='vector_log'", (self.fmt,)); db.execute("COMMIT")
+    except BaseException as e:
+        if db.in_transaction: db.execute("ROLLBACK")
+        tmp.unlink(missing_ok=True)
+        if not isinstance(e, (OSError, sqlite3.OperationalError)): raise
+        warnings.warn(f"store: {old.path} stays float32 for now ({e}); it is read as it is, and the next writer converts it", RuntimeWarning)
+        return 0  # disk full, the lock held too long: the store works as it is
+    old.path.unlink(missing_ok=True); self._map = None
+    return n
+
+# %% ../../nbs/memory/19a_index.ipynb #6c2f7e94
+@patch
+def follow(self: VectorLog, db) -> VectorLog:
+    "This log, or the log the store of `db` references now when another writer converted it meanwhile."
+    fmt = log_format(db)
+    return self if fmt is None or fmt == self.fmt else VectorLog(self.path.parent, self.dim, fmt)

@@ -14,7 +14,7 @@ from ..core import atomic_write_json
 import numpy as np
 from tqdm.auto import tqdm
 from .hygiene import KIND_CODES
-from .index import REF_SIZE, VectorIndex, VectorLog, restore_vectors
+from .index import REF_SIZE, VectorIndex, VectorLog, restore_vectors, round_f16
 from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
 from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS, FTS_SCHEMA, KEEP_CHECKPOINTS, LEARNER_DIR,
     MANIFEST_NAME, RECORD_COLUMNS, SCHEMA, SCHEMA_VERSION, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
@@ -105,6 +105,8 @@ def refresh(self: SQLiteBackend) -> str:
     outer = not db.in_transaction
     if outer: db.execute("BEGIN")
     try:
+        if (log := self.vlog.follow(db)) is not self.vlog:  # another writer converted the log to float16 (chapter 19a): its values from now on
+            self.vlog, self.index.E[:self.index.n] = log, round_f16(self.index.E[:self.index.n])  # (to float32 only when opening: none loaded)
         rev = int(self._meta("rev"))
         if rev != self.rev: self._catch_up(rev)
         self.learner = self._meta("learner")
@@ -152,7 +154,7 @@ def _connect(self: SQLiteBackend, db_path: Path):
     if not self.readonly and not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='feedback_requests'").fetchone():
         self.db.execute(REQUESTS_SCHEMA)  # the request ids of idempotent feedback (a store from before gets the table)
     self._lexical = self._ensure_fts()
-    if not self.readonly: self.vlog.migrate(self.db)  # an older store's inline vectors move into the log, once
+    if not self.readonly: self.vlog.migrate(self.db); self.vlog.convert(self.db)  # an older store's inline vectors, or float32 log, into the float16 log, once
     self.refresh()
 
 @patch
@@ -563,8 +565,9 @@ def candidates(self: SQLiteBackend, q: np.ndarray, K: int, balanced: bool = Fals
 @patch
 def near_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = ()) -> tuple:
     "([(cosine, index row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item."
+    V = round_f16(V) if self.vlog.fmt == "f16" else np.asarray(V, np.float32)  # scored as the log keeps them: the same after a reopen
     if not self._use_graph(): return self.index.near_duplicates(kinds, V, thr, exclude)
-    return self._graph_duplicates(kinds, np.asarray(V, np.float32), thr, exclude)
+    return self._graph_duplicates(kinds, V, thr, exclude)
 
 @patch
 def dedupe_fields(self: SQLiteBackend, r: int) -> dict:

@@ -209,8 +209,8 @@ def consolidated_run(bench: Benchmark, encoder: Encoder, split: dict, seed: int 
 # %% ../nbs/cli/31a_store_study.ipynb #4bdfddbc
 def consolidated_study(levels: Sequence[str] = STUDY_LEVELS, seeds: int = 1, bench: Benchmark | None = None,
                        encoder: Encoder | None = None, progress: bool = True, log: Callable = lambda msg: None,
-                       pooled: bool | None = None) -> dict:
-    "The study with the consolidated column: every level × `seeds` seeds of `consolidated_run` on LoCoMo, and the table; `pooled` None: one model per store at the query level, one shared at the conversation level."
+                       pooled: bool = True) -> dict:
+    "The study with the consolidated column: every level × `seeds` seeds of `consolidated_run` on LoCoMo, and the table; `pooled`: one model on every taught store's log (chosen on dev), else one per store."
     bench = bench if bench is not None else load_locomo(with_date=True)
     encoder = encoder if encoder is not None else Encoder(progress=progress)
     out = {}

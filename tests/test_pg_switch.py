@@ -11,6 +11,7 @@ import earmem.memory.consolidate as cons
 import earmem.memory.pg_consolidate  # noqa: F401  (the PostgreSQL staging and switch, chapter 25b)
 from earmem.memory import MemoryStore
 from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.index import round_f16
 
 A, B = HashingEncoder(64, 0), HashingEncoder(64, 1)
 TEXTS = [f"memory number {i} about topic {i % 7}" for i in range(50)]
@@ -24,8 +25,9 @@ def _pg(url, ns=None):
 
 
 def _unit(enc, texts):
+    "Unit embeddings of `texts` as a store keeps documents (float16 values, chapter 19a)."
     V = np.asarray(enc.encode_documents(list(texts)), np.float32)
-    return V / np.linalg.norm(V, axis=1, keepdims=True)
+    return round_f16(V / np.linalg.norm(V, axis=1, keepdims=True))
 
 
 def _nearest(st, enc, k=5) -> list:

@@ -12,6 +12,7 @@ import pytest
 
 from earmem.core import unit_rows
 from earmem.memory.hygiene import KINDS
+from earmem.memory.index import round_f16
 from earmem.memory.postgres import PostgresBackend, connect_postgres
 from earmem.memory.vectors import COLUMNS, SearchFilter, _Index, item_row
 from earmem.memory.sqlite import SQLiteBackend
@@ -36,7 +37,8 @@ def rows_for(V, start=0, ids=True):
 
 
 def vectors(n, seed=0, dim=DIM):
-    return unit_rows(np.random.default_rng(seed).standard_normal((n, dim))).astype(np.float32)
+    "Unit vectors as both backends store them (float16 values, chapter 19a), so stored and given compare exactly."
+    return round_f16(unit_rows(np.random.default_rng(seed).standard_normal((n, dim))))
 
 
 @pytest.fixture
@@ -120,7 +122,7 @@ def test_near_duplicates_as_sqlite(pg_url, schema, tmp_path):
     pg, sq = PostgresBackend(pg_url, DIM, "alice", schema=schema), sqlite_backend(tmp_path)
     for b in (pg, sq):
         with b.write() as rev: b.insert(rows_for(V), rev)
-    new = unit_rows(V[[0, 7, 7, 50]] + 0.05 * vectors(4, seed=4)).astype(np.float32)
+    new = round_f16(unit_rows(V[[0, 7, 7, 50]] + 0.05 * vectors(4, seed=4)))
     kinds = [KIND_LIST[0], KIND_LIST[0], KIND_LIST[0], KIND_LIST[50 % 7]]
     (o1, n1), (o2, n2) = pg.near_duplicates(kinds, new, 0.9, ("m51",)), sq.index.near_duplicates(kinds, new, 0.9, ("m51",))
     ids = lambda b, old: [[(round(c, 5), b.ids[r]) for c, r in sorted(x, reverse=True)] for x in old]

@@ -1,6 +1,6 @@
 """Issue 19's store study with the consolidated column (frozen / online / consolidated, dev and test, query and conversation splits).
 
-    nice -n 10 python tools/consolidated_study.py --seeds 3 [--levels query conversation] [--consolidation auto|own|shared] [--json out.json]
+    nice -n 10 python tools/consolidated_study.py --seeds 3 [--levels query conversation] [--consolidation shared|own] [--json out.json]
 """
 import argparse, json, sys
 from earmem.store_study import STUDY_LEVELS, consolidated_study
@@ -8,11 +8,11 @@ from earmem.store_study import STUDY_LEVELS, consolidated_study
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--seeds", type=int, default=1)
 ap.add_argument("--levels", nargs="+", default=list(STUDY_LEVELS), choices=STUDY_LEVELS)
-ap.add_argument("--consolidation", choices=("auto", "own", "shared"), default="auto",
-                help="own: each store fine-tunes on its own log; shared: one model on every taught store's log, switched into all; auto: own at the query level, shared at the conversation level")
+ap.add_argument("--consolidation", choices=("own", "shared"), default="shared",
+                help="shared (the default, chosen on dev): one model fine-tuned on every taught store's log, switched into all; own: each store fine-tunes on its own log")
 ap.add_argument("--json", help="write the report here")
 a = ap.parse_args()
-pooled = {"auto": None, "own": False, "shared": True}[a.consolidation]
+pooled = a.consolidation == "shared"
 rep = consolidated_study(a.levels, a.seeds, progress=False, log=lambda m: print(m, file=sys.stderr, flush=True), pooled=pooled)
 print(rep["table"])
 if a.json: open(a.json, "w").write(json.dumps(rep, indent=1))

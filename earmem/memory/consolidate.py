@@ -12,6 +12,7 @@ import numpy as np
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 from ..core import Encoder, atomic_write_json, check_positive_int, default_cache_dir, quiet_model_loading, unit_rows
+from .index import round_f16
 from .hygiene import encoder_from_id, iso
 from .storage import LEARNER_DIR, MANIFEST_NAME, fsync_tree
 from .sqlite import SQLiteBackend
@@ -211,7 +212,7 @@ def _embed_rows(enc, texts: dict, dim: int, progress: bool = True, batch: int = 
     uniq, got = sorted(set(texts.values()), key=len), {}
     for i in tqdm(range(0, len(uniq), batch), desc="consolidating: re-embedding", unit="batch", disable=not progress or len(uniq) <= batch):
         chunk = uniq[i:i + batch]
-        V = unit_rows(np.asarray(enc.encode_documents(chunk), np.float32))
+        V = round_f16(unit_rows(np.asarray(enc.encode_documents(chunk), np.float32)))  # as a store keeps documents
         if V.shape != (len(chunk), dim): raise ValueError(f"encoder: produced shape {V.shape}; the store holds dimension {dim}")
         got.update(zip(chunk, V.astype(np.float32)))
     return {m: got[t] for m, t in texts.items()}

@@ -12,6 +12,7 @@ import numpy as np
 from fastcore.basics import patch
 from ..core import check_positive_int
 from .hygiene import KINDS, STORES
+from .index import round_f16
 from .vectors import fused_top, lexical_words, within_budget, LEXICAL_BUDGET, COLUMNS, MemoryRow, SearchFilter, _Index
 from .storage import (BACKENDS, RECORD_COLUMNS, AUDIT_COLUMNS, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
                                    _authority_end, check_finite_learner, check_manifest, check_namespace, learner_seq, redact_url)
@@ -258,11 +259,11 @@ _TYPES = ["text", "text", "text", "text", "text", "text", "float8", "float8", "f
 
 @patch
 def _vector(self: PostgresBackend, blob, mid) -> np.ndarray:
-    "The float32 embedding in `blob` (bytes or array), checked against the store's dimension."
+    "The float32 embedding in `blob` (bytes or array), checked against the store's dimension, rounded to the float16 values an embedded store keeps (chapter 19a), so both backends score the same vectors."
     v = np.frombuffer(blob, np.float32) if isinstance(blob, (bytes, bytearray, memoryview)) else np.asarray(blob, np.float32).ravel()
     if v.shape != (self.dim,) or not np.isfinite(v).all():
         raise ValueError(f"embedding: memory {mid!r} has a {v.size}-dimensional (or non-finite) embedding; the store holds dimension {self.dim}")
-    return v
+    return round_f16(v)
 
 # %% ../../nbs/memory/25_postgres.ipynb #85674772
 @patch
@@ -657,6 +658,7 @@ def near_duplicates(self: PostgresBackend, kinds: list, V: np.ndarray, thr: floa
     V = np.asarray(V, np.float32)
     if V.ndim != 2 or V.shape[1] != self.dim or len(V) != len(kinds):
         raise ValueError(f"V: expected ({len(kinds)}, {self.dim}) embeddings, one per kind, got shape {V.shape}")
+    V = round_f16(V)  # scored as they will be stored, as the embedded store does
     sql = (f"SELECT seq, {_select(self.column)} FROM {self.schema}.memories WHERE namespace = %s AND status = 'active' AND kind = %s "
            f"AND NOT (id = ANY(%s)) ORDER BY {self.column} <#> %s LIMIT %s")
     found, cursors = [], []

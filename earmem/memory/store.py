@@ -20,6 +20,7 @@ from .sqlite import SQLiteBackend
 from .storage import (DB_NAME, MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, backend_opener, check_namespace, close_at_exit,
                             create_store_folder, read_manifest, redact_url, url_scheme)
 from .vectors import SearchFilter, item_row, one_blas_thread
+from .index import round_f16
 from .learning import Learning
 from .agent import AddResult, Hit, Hits, Injection, MemoryRecord
 
@@ -286,14 +287,15 @@ def _fall_back_to_readonly(self: MemoryStore):
 # %% ../../nbs/memory/23_store.ipynb #31402f72
 @patch
 def _encode(self: MemoryStore, texts: list, role: str = "document") -> np.ndarray:
-    "Unit float32 embeddings of `texts` as documents or queries, checked against the store's dimension."
+    "Unit float32 embeddings of `texts` as documents (rounded to the float16 values the vector log keeps, so every backend stores and scores the same vectors) or queries, checked against the store's dimension."
     fn = self.encoder.encode_documents if role == "document" else self.encoder.encode_queries
     V = np.asarray(fn(list(texts)), dtype=np.float32)
     if V.ndim != 2 or V.shape[0] != len(texts):
         raise ValueError(f"encoder: returned shape {V.shape} for {len(texts)} texts; expected ({len(texts)}, {self.dim})")
     if V.shape[1] != self.dim:
         raise ValueError(f"encoder: produced {V.shape[1]}-dimensional vectors, but the store at {self.path} holds dimension {self.dim}")
-    return unit_rows(check_matrix(V, "embeddings", dim=self.dim))
+    V = unit_rows(check_matrix(V, "embeddings", dim=self.dim))
+    return round_f16(V) if role == "document" else V
 
 # %% ../../nbs/memory/23_store.ipynb #1adffbfb
 @patch
@@ -393,7 +395,7 @@ def _batch_vectors(self: MemoryStore, prepared: list, embeddings) -> np.ndarray:
     if embeddings is None: return check_nonzero_rows(self._encode([p["text"] for p in prepared]), "encoder")
     V = check_matrix(embeddings, "embeddings", dim=self.dim)
     if len(V) != len(prepared): raise ValueError(f"embeddings: expected {len(prepared)} rows (one per item), got {len(V)}")
-    return unit_rows(check_nonzero_rows(V, "embeddings"))
+    return round_f16(unit_rows(check_nonzero_rows(V, "embeddings")))
 
 # %% ../../nbs/memory/23_store.ipynb #3b0e001f
 @patch

@@ -114,7 +114,7 @@ def test_a_failed_switch_leaves_the_old_column_serving_and_the_next_one_succeeds
     monkeypatch.undo()
     assert (st._backend._meta("slot"), st._backend.column, _filled(st, "embedding_alt")) == ("embedding", "embedding", 50)  # staged, not flipped
     re = MemoryStore(pg_url, namespace=st.namespace)
-    assert (re.manifest["encoder"], re._backend.column, _ranks_as(re, A)) == (A.model_id, "embedding", True)
+    assert (re.manifest["encoder"], re.lineage, re._backend.column, _ranks_as(re, A)) == (A.model_id, None, "embedding", True)  # the old store, whole
     re.switch_encoder(B, B.model_id, {"base": A.model_id, "key": "k"}, progress=False)   # the leftovers are cleared first
     assert (re._backend.column, _ranks_as(re, B), _filled(re, "embedding")) == ("embedding_alt", True, 0)
     re.close(); st.close()

@@ -268,7 +268,8 @@ def test_recency_decays_and_refreshes_on_access(tmp_path):
     h = s.search("chose Postgres database", k=2, touch=False)
     fct.test_eq(h.ids, ["m2", "m1"])
     fct.test_close([x.recency for x in h], [0.5, 0.125])             # 10 and 30 days old, half-life 10 days
-    fct.test_close(h[0].score, h[0].relevance + 0.5 * h[0].recency, eps=1e-9)
+    fct.test_close(h[0].score, h[0].relevance + 0.5 * (h[0].recency - h[1].recency), eps=1e-9)  # lifted over the decision it restates (cosine 0.71)
+    fct.test_close(h[1].score, h[1].relevance, eps=1e-9)
     clock.t += 10 * DAY
     fct.test_close([x.recency for x in s.search("chose Postgres database", k=2, touch=False)], [0.25, 0.0625])
     reader = MemoryStore(tmp_path / "s", readonly=True, clock=clock)
@@ -285,6 +286,34 @@ def test_recency_decays_and_refreshes_on_access(tmp_path):
     fct.test_eq(s.get("m2").last_access, iso(clock.t)); fct.test_eq(s.get("m1").last_access, iso(clock.t - 10 * DAY))
     fct.test_eq(s.search("chose Postgres database", k=2).ids, ["m2", "m1"])
     reader.close(); s.close()
+
+
+CORRECTIONS = [("Dana prefers tabs for indentation", "Dana now prefers spaces for indentation", "Does Dana use tabs or spaces?"),
+               ("The standup is at 10am", "The standup was moved to 3pm", "When is the standup?"),
+               ("The deploy key is stored in Vault", "The deploy key now lives in AWS Secrets Manager", "Where is the deploy key kept?"),
+               ("Marco's favourite food is sushi", "Marco says his favourite food is ramen now", "What is Marco's favourite food?")]
+OTHERS = ["Tom adopted a cat named Pixel", "The printer on floor 3 is broken", "Rosa ran a half marathon in April",
+          "The quarterly report is due Friday"]
+
+
+def _fresher_first(tmp_path, config: StoreConfig) -> list:
+    "For each correction (an old and a fresher statement the door keeps apart): is the fresher one the first hit?"
+    from earmem.core import Encoder
+    enc, clock, got = Encoder(progress=False), fake_clock(to_epoch("2026-06-01")), []
+    for i, (old, new, q) in enumerate(CORRECTIONS):
+        with MemoryStore(tmp_path / f"{config.recency_weight}-{i}", encoder=enc, config=config, clock=clock) as s:
+            s.add_many([dict(text=t, kind="fact", timestamp="2026-03-01") for t in OTHERS + [old]])
+            fct.test_eq(s.add(new, "fact", timestamp="2026-05-30").action, "inserted")
+            hits = s.search(q, k=5)
+            got.append(hits[0].text == new)
+            fct.test_eq([h.score for h in hits if h.text in OTHERS], [h.relevance for h in hits if h.text in OTHERS])  # nothing restates them: no lift
+    return got
+
+
+def test_default_blend_ranks_a_fresher_restatement_first(tmp_path):
+    "Issue 19: recency lifts a memory over what it restates (a correction the door did not catch), not over unrelated memories."
+    fct.test_eq(_fresher_first(tmp_path, StoreConfig()), [True] * 4)
+    assert sum(_fresher_first(tmp_path, StoreConfig(recency_weight=0, importance_weight=0))) <= 1   # relevance alone: the old one wins
 
 
 def test_relevance_floor_returns_nothing_for_unrelated_query(tmp_path):

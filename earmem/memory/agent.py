@@ -52,7 +52,7 @@ class MemoryRecord:
 @dataclass
 class Hit(MemoryRecord):
     "A search result: a memory with its score components."
-    score: float = 0.0  # the blended score
+    score: float = 0.0  # the blended score: w_rel·relevance + the lift of recency and importance (chapter 22a)
     relevance: float = 0.0  # adapted cosine z (Eq. 4); equals frozen_relevance before any feedback
     recency: float = 0.0  # 2^(−age/half-life)
     frozen_relevance: float = 0.0  # cosine of the frozen encoder (Eq. 1)
@@ -62,10 +62,10 @@ class Hit(MemoryRecord):
     weights: tuple = (1.0, 0.0, 0.0)  # (relevance, recency, importance) weights used
 
     def explain(self) -> str:
-        "One line: the blended score and its components."
+        "One line: the blended score, its relevance and the lift that recency and importance gave it over what it restates."
         wr, wc, wi = self.weights
         s = (f"#{self.rank} {self.id} score {self.score:.3f} = {wr:g}×relevance {self.relevance:.3f} "
-             f"+ {wc:g}×recency {self.recency:.3f} + {wi:g}×importance {self.importance:.3f}"
+             f"+ lift {self.score - wr * self.relevance:.3f} ({wc:g}×recency {self.recency:.3f}, {wi:g}×importance {self.importance:.3f})"
              f"  (frozen cosine {self.frozen_relevance:.3f}; {self.kind}, {self.store}, {self.timestamp[:10]})")
         if self.supersedes: s += f"  supersedes {', '.join(self.supersedes)}"
         if self.superseded_by: s += f"  superseded by {self.superseded_by}"

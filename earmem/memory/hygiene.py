@@ -165,11 +165,12 @@ def check_seed_and_ear(config) -> None:
 class StoreConfig:
     "Ranking, hygiene and learning knobs of a `MemoryStore` (saved in its manifest)."
     relevance_weight: float = 1.0
-    recency_weight: float = 0.03  # issue 19: chosen on LoCoMo's dev questions asked as a stream (0.15 let what was
-    importance_weight: float = 0.02  # merely retrieved crowd out what is relevant); w_rec + w_imp bounds how much relevance a fresher, more important memory may trade
+    recency_weight: float = 0.3  # issue 19: w_rec, w_imp and same_fact_similarity chosen on LoCoMo's non-test questions asked as a stream
+    importance_weight: float = 0.02  # and on handwritten corrections (tools/blend_study.py); they bound how much relevance a fresher, more important restatement may trade
     half_life_days: float = 30.0  # recency halves every this many days since formation or last use (citation)
     min_relevance: float = 0.25  # relevance floor (cosine units); below it a memory is never returned
     dedupe_threshold: float = 0.92  # cosine at or above which a same-kind, same-entity memory is a duplicate
+    same_fact_similarity: float = 0.7  # cosine at or above which two candidates say the same thing: recency and importance lift a memory only over those (22a)
     conflict_similarity: float = 0.7  # cosine at or above which two hits of a claim kind about the same entity conflict
     conflict_kinds: tuple = ("fact", "preference", "decision", "correction")
     candidates: int = 20  # K: frozen-retriever candidates per query (Eq. 1), the pool the adapter reranks
@@ -184,7 +185,7 @@ class StoreConfig:
     def __post_init__(self):
         for n in ("relevance_weight", "recency_weight", "importance_weight"): check_number(getattr(self, n), n, low=0)
         check_number(self.half_life_days, "half_life_days", low=0, low_open=True)
-        for n in ("min_relevance", "dedupe_threshold", "conflict_similarity"): check_number(getattr(self, n), n, -1, 1)
+        for n in ("min_relevance", "dedupe_threshold", "conflict_similarity", "same_fact_similarity"): check_number(getattr(self, n), n, -1, 1)
         self.conflict_kinds = tuple(check_kind(k, "conflict_kinds") for k in self.conflict_kinds)
         for n in ("candidates", "checkpoint_every"): check_positive_int(getattr(self, n), n)
         if isinstance(self.learner_gate, bool) or not isinstance(self.learner_gate, int) or self.learner_gate < 0:

@@ -591,7 +591,7 @@ def session_lift(scores, rows, sessions, beta: float = SESSION_BETA) -> np.ndarr
     return lift
 
 # %% ../../nbs/memory/23_store.ipynb #029248bf
-from .ranking import SESSION_POOL, best_of_pool, row_sessions
+from .ranking import SESSION_POOL, best_of_pool, row_sessions, same_fact_lift
 
 @patch
 def _pool(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
@@ -624,13 +624,13 @@ def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:
 
 @patch
 def _blend(self: MemoryStore, cands: Candidates, rows: np.ndarray, now: float) -> tuple:
-    "(score, relevance, recency) of the candidates: w_rel·(z + session lift) + w_rec·2^(−Δt/h) + w_imp·importance."
+    "(score, relevance, recency) of the candidates: w_rel·(z + session lift) + the lift of w_rec·2^(−Δt/h) + w_imp·importance over what each restates (22a)."
     c, ix = self.config, self._backend.index
     sessions = [json.loads(ix.metadata[r]).get("session") for r in rows]
     rel = np.asarray(self._relevance(cands), dtype=np.float64) + session_lift(cands.scores, rows, sessions)
     rec = recency_decay(now - np.maximum(ix.created[rows], ix.accessed[rows]), c.half_life_days * DAY)
-    imp = ix.importance[rows].astype(np.float64)
-    return c.relevance_weight * rel + c.recency_weight * rec + c.importance_weight * imp, rel, rec
+    bonus = c.recency_weight * rec + c.importance_weight * ix.importance[rows].astype(np.float64)
+    return c.relevance_weight * rel + same_fact_lift(cands.embeddings, bonus, c.same_fact_similarity), rel, rec
 
 # %% ../../nbs/memory/23_store.ipynb #595d7b2a
 @patch

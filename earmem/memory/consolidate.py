@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
-from tqdm.auto import tqdm
 from ..core import Encoder, atomic_write_json, check_positive_int, default_cache_dir, quiet_model_loading, unit_rows
 from .index import round_f16
 from .hygiene import encoder_from_id, iso
@@ -58,6 +57,7 @@ def train_steps(model, triples: Sequence[tuple], epochs: int = 1, batch_size: in
                 progress: bool = True) -> list:
     "Fine-tune the sentence-transformers `model` in place on `triples` with the in-batch contrastive loss; the loss of each step."
     import torch
+    from tqdm.auto import tqdm  # imported where a bar is drawn: it costs a command that never consolidates 0.1 s
     from transformers import get_linear_schedule_with_warmup
     torch.manual_seed(seed); rng = np.random.default_rng(seed)
     loss_fn, prep = _mnrl(model), getattr(model, "preprocess", None) or model.tokenize
@@ -209,6 +209,7 @@ def _memory_texts(self: MemoryStore, after_rev: int = 0) -> tuple:
 # %% ../../nbs/memory/23d_consolidate.ipynb #e1b7c5a4
 def _embed_rows(enc, texts: dict, dim: int, progress: bool = True, batch: int = 512) -> dict:
     "{id: unit vector} of `texts` under `enc.encode_documents`: each distinct text once, sorted by length so a batch pads little (progress with ETA)."
+    from tqdm.auto import tqdm
     uniq, got = sorted(set(texts.values()), key=len), {}
     for i in tqdm(range(0, len(uniq), batch), desc="consolidating: re-embedding", unit="batch", disable=not progress or len(uniq) <= batch):
         chunk = uniq[i:i + batch]

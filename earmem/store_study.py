@@ -17,9 +17,9 @@ from .memory import MemoryStore, StoreConfig
 
 # %% auto #0
 __all__ = ['STUDY_LEVELS', 'STUDY_CONFIG', 'query_split', 'conversation_split', 'study_split', 'study_stores', 'score_store',
-           'teach_store', 'teach_stores', 'shared_learner', 'percent', 'study_run', 'mean_std', 'summarise',
-           'store_study', 'format_store_study', 'consolidate_stores', 'consolidated_run', 'consolidated_study',
-           'format_consolidated', 'study_benchmark', 'main']
+           'teach_store', 'teach_stores', 'shared_learner', 'percent', 'question_stream', 'study_run', 'mean_std',
+           'summarise', 'store_study', 'format_store_study', 'consolidate_stores', 'consolidated_run',
+           'consolidated_study', 'format_consolidated', 'study_benchmark', 'main']
 
 # %% ../nbs/cli/31a_store_study.ipynb #0200184c
 def query_split(bench: Benchmark, test_size: float = 0.2, dev_size: float = 0.2, dev_seed: int = 12) -> dict:
@@ -107,6 +107,16 @@ def percent(pairs: list) -> dict:
     a = np.asarray(pairs, dtype=float).reshape(-1, 2)
     return {"recall": round(100 * a[:, 0].mean(), 2) if len(a) else float("nan"),
             "hit": round(100 * a[:, 1].mean(), 2) if len(a) else float("nan"), "n": len(a)}
+
+# %% ../nbs/cli/31a_store_study.ipynb #7c3e1a02
+def question_stream(bench: Benchmark, encoder: Encoder, config: StoreConfig, questions: Sequence[Query], k: int = 5) -> dict:
+    "`percent` of `questions` asked in turn of a fresh store per conversation (its dialogue turns) built with `config`."
+    pairs = []
+    with tempfile.TemporaryDirectory() as d:
+        banks = list(dict.fromkeys(q.bank for q in questions))
+        for b, st in study_stores(bench, d, encoder, config, banks).items():
+            with st: pairs += score_store(st, [q for q in questions if q.bank == b], k)
+    return percent(pairs)
 
 # %% ../nbs/cli/31a_store_study.ipynb #7abfd0cb
 def study_run(bench: Benchmark, encoder: Encoder, split: dict, seed: int = 0, config: dict | None = None, k: int = 5,

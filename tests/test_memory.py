@@ -812,33 +812,23 @@ def test_update_messages_shape():
 
 # ---- issue 19: the store's default blend over a stream of questions (slow: the real benchmark) ---------------------
 def _locomo_stream(config: StoreConfig) -> tuple:
-    "LoCoMo's scorable questions asked in turn of each conversation's store (its dialogue turns), k = 5: (Recall@5, Hit@5)."
-    from earmem.core import Encoder, hit_at_k, recall_at_k
+    "LoCoMo's scorable questions asked in turn of each conversation's store (its dialogue turns), k = 5: (Recall@5, Hit@5, n)."
+    from earmem.core import Encoder
     from earmem.experiments.data import load_locomo
-    import tempfile
-    bench, enc = load_locomo(), Encoder(progress=False)
-    mems = [m for m in bench._all_memories() if m.store == "episodic"]
-    qs = [q for q in bench._all_queries() if q.metadata["scorable"]]
-    R, H = [], []
-    with tempfile.TemporaryDirectory() as d:
-        for b in dict.fromkeys(m.metadata["bank"] for m in mems):
-            ms = [m for m in mems if m.metadata["bank"] == b]
-            with MemoryStore(f"{d}/{b}", encoder=enc, config=config) as st:
-                st.add_many(ms, embeddings=enc.encode_documents([m.text for m in ms], progress=False))
-                for q in (q for q in qs if q.bank == b):
-                    ids = st.search(q.text, k=5).ids
-                    R.append(recall_at_k(ids, list(q.gold), 5)); H.append(hit_at_k(ids, list(q.gold), 5))
-    return 100 * np.mean(R), 100 * np.mean(H), len(R)
+    from earmem.store_study import question_stream
+    bench = load_locomo()
+    got = question_stream(bench, Encoder(progress=False), config, [q for q in bench._all_queries() if q.metadata["scorable"]])
+    return got["recall"], got["hit"], got["n"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("retriever", ["hybrid", "dense"])
 def test_default_blend_no_worse_than_relevance_over_a_question_stream(retriever):
-    "Issue 19 (0): the default config over LoCoMo's question stream ranks no worse than relevance alone (before: 36.1 vs 45.1 R@5 hybrid, 17.8 vs 32.6 dense)."
+    "Issue 19 (0): the default config over LoCoMo's question stream ranks no worse than relevance alone (at the issue: 36.1 vs 45.1 R@5 hybrid, 17.8 vs 32.6 dense)."
     if not (Path(os.environ.get("EARMEM_DATA", "")) / "locomo" / "locomo10.json").exists():
         pytest.skip("LoCoMo not available (set EARMEM_DATA)")
     default = _locomo_stream(StoreConfig(retriever=retriever))
     relevance = _locomo_stream(StoreConfig(retriever=retriever, recency_weight=0, importance_weight=0))
     print(f"{retriever}: default R@5 {default[0]:.1f} H@5 {default[1]:.1f}; relevance alone {relevance[0]:.1f} / {relevance[1]:.1f} (n={default[2]})")
     assert default[2] == relevance[2] == 1536
-    assert default[0] >= relevance[0] - 0.5 and default[1] >= relevance[1] - 0.5
+    assert default[0] >= relevance[0] and default[1] >= relevance[1]   # no worse, not even by one question (hybrid 51.0 / 63.3 vs 51.0 / 63.2)

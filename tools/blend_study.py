@@ -9,8 +9,7 @@ Two measurements per config (a JSON object of StoreConfig overrides; `{}` = the 
     python tools/blend_study.py '{}' '{"recency_weight": 0, "importance_weight": 0}' --split fit
 """
 import argparse, json, tempfile, time
-import numpy as np
-from earmem.core import Encoder, hit_at_k, recall_at_k
+from earmem.core import Encoder
 from earmem.memory import MemoryStore, StoreConfig
 from earmem.memory.hygiene import to_epoch
 
@@ -45,25 +44,17 @@ def fresh(cfg: StoreConfig, enc) -> int:
 
 
 def stream(cfg: StoreConfig, enc, split: str) -> tuple:
-    "(Recall@5, Hit@5, n) of LoCoMo's question stream through each conversation's store."
+    "(Recall@5, Hit@5, n) of LoCoMo's question stream through each conversation's store (`earmem.store_study.question_stream`)."
     from earmem.experiments.data import load_locomo
+    from earmem.store_study import question_stream
     bench = load_locomo()
     qs = [q for q in bench._all_queries() if q.metadata["scorable"]]
     if split != "all":
         fit, test = bench.split(test_size=0.2, seed=0)
         keep = {q.id for q in (fit if split == "fit" else test)}
         qs = [q for q in qs if q.id in keep]
-    mems = [m for m in bench._all_memories() if m.store == "episodic"]
-    R, H = [], []
-    with tempfile.TemporaryDirectory() as d:
-        for b in dict.fromkeys(m.metadata["bank"] for m in mems):
-            ms = [m for m in mems if m.metadata["bank"] == b]
-            with MemoryStore(f"{d}/{b}", encoder=enc, config=cfg) as st:
-                st.add_many(ms, embeddings=enc.encode_documents([m.text for m in ms], progress=False))
-                for q in (q for q in qs if q.bank == b):
-                    ids = st.search(q.text, k=5).ids
-                    R.append(recall_at_k(ids, list(q.gold), 5)); H.append(hit_at_k(ids, list(q.gold), 5))
-    return round(100 * np.mean(R), 1), round(100 * np.mean(H), 1), len(R)
+    got = question_stream(bench, enc, cfg, qs)
+    return round(got["recall"], 1), round(got["hit"], 1), got["n"]
 
 
 if __name__ == "__main__":

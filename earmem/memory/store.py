@@ -611,6 +611,7 @@ def _retrieve(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: boo
     lift = session_lift(cos if fused is None else fused, rows, row_sessions(ix, rows))
     return best_of_pool(rows, cos, fused, lift, K, ix.store[rows] if balanced else None)
 
+# %% ../../nbs/memory/23_store.ipynb #2b7d4e11
 @patch
 def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:
     "Relevance of each candidate: the EAR adapter's z (Eq. 4) while the learner is trusted (chapter 22's gate), else the frozen score (Eq. 1)."

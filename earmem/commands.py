@@ -158,18 +158,20 @@ def _add_export(sub):
     sp.add_argument("path", help="output .jsonl file")
     sp.add_argument("--active-only", action="store_true", help="leave out retracted memories")
 
-# %% ../nbs/cli/32_commands.ipynb #9ccfae09
+# %% ../nbs/cli/32_commands.ipynb #6d2f8a31
+def _bench_compare(a):
+    "--compare: the store against its installed peers (earmem[bench]), one table of ratios (and the figure, the encoder's rate)."
+    from .memory.bench import compare_engines, compare_table, encoder_rate, latency_figure
+    rows = compare_engines(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, clusters=a.clusters, peers=a.peers, progress=not a.quiet)
+    if a.figure: latency_figure(rows, a.figure)
+    if a.encoder: rows.append({"encoder": encoder_rate()})
+    if a.json: print(json.dumps(rows, indent=1)); return
+    print(compare_table([r for r in rows if "engines" in r]))
+    for r in rows:
+        if "encoder" in r: print(f"encoder {r['encoder']['model']}: {r['encoder']['texts_per_s']} texts/s (model load {r['encoder']['load_s']} s)")
+
 def _cmd_bench(a):
-    if a.compare:  # the store against its installed peers (earmem[bench]), one table of ratios
-        from .memory.bench import compare_engines, compare_table, encoder_rate, latency_figure
-        rows = compare_engines(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, clusters=a.clusters, peers=a.peers, progress=not a.quiet)
-        if a.figure: latency_figure(rows, a.figure)
-        if a.encoder: rows.append({"encoder": encoder_rate()})
-        if a.json: print(json.dumps(rows, indent=1)); return
-        print(compare_table([r for r in rows if "engines" in r]))
-        for r in rows:
-            if "encoder" in r: print(f"encoder {r['encoder']['model']}: {r['encoder']['texts_per_s']} texts/s (model load {r['encoder']['load_s']} s)")
-        return
+    if a.compare: return _bench_compare(a)
     from earmem.memory.bench import benchmark_store, bench_postgres, bench_table
     if a.backend == "sqlite":
         rows = benchmark_store(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, progress=not a.quiet)
@@ -180,6 +182,7 @@ def _cmd_bench(a):
         if not a.json: print(bench_table(rows)); return
     print(json.dumps(rows, indent=1))
 
+# %% ../nbs/cli/32_commands.ipynb #9ccfae09
 def _add_bench(sub):
     sp = _command(sub, "bench", "benchmark add throughput and search latency", "Synthetic random-embedding stores of "
                   "the given sizes (encoding excluded). sqlite prints JSON; postgres (a throwaway embedded server unless "

@@ -285,6 +285,7 @@ def beta_(self: LowRankCompleter) -> np.ndarray: return self._Q[:self.n_columns_
 @patch(as_prop=True)
 def gamma_(self: LowRankCompleter) -> np.ndarray | None: return self._Q[:self.n_columns_seen_, 1] if self._nc == 2 else None
 
+# %% ../../nbs/earm/08_completion.ipynb #6d2f8a35
 @patch(as_prop=True)
 def Z_(self: LowRankCompleter) -> np.ndarray: return self._Q[:self.n_columns_seen_, self._nc:]
 

@@ -475,6 +475,7 @@ def clear(self: MemoryTools, reason: str | None = None) -> dict:
     "Erase every memory of the store's user (audited); {user_id, deleted: how many}."
     return self.store.clear(reason=reason)
 
+# %% ../../nbs/memory/21_agent.ipynb #6d2f8a33
 @patch
 def stats(self: MemoryTools) -> dict: return self.store.stats()
 

@@ -94,8 +94,7 @@ def _catch_up(self: SQLiteBackend, rev: int):
         self._pending = set(range(len(got))) if getattr(self, "ann", None) is not None else set()  # a graph built on an empty store lacks them all
     else:
         got = db.execute(f"SELECT seq, {_COLUMNS} FROM memories WHERE rev > ? ORDER BY rev, seq", (self.rev,)).fetchall()
-        V = self.vlog.matrix([r[-1] for r in got])  # the rows' vectors, resolved from the log in one go
-        for r, v in zip(got, V): self._track(r[0], (*r[1:-1], v.tobytes()))
+        self._track_many(got, self.vlog.matrix([r[-1] for r in got]))  # the rows' vectors, resolved from the log in one go
     self.rev = rev
 
 @patch
@@ -131,6 +130,18 @@ def _track(self: SQLiteBackend, seq: int, r: tuple):
     if p >= len(self._seq): self._seq = np.concatenate([self._seq, np.zeros(max(256, len(self._seq)), np.int64)])
     self._seq[p] = seq  # seqs only grow (AUTOINCREMENT, one writer at a time): the mirror's seqs stay sorted
     if not same: self._pending.add(p)
+
+@patch
+def _track_many(self: SQLiteBackend, got: list, V: np.ndarray):
+    "`_track` every row of `got` (seq, then `COLUMNS`; vectors: the rows of `V`), in order: new memories appended in one go."
+    ix = self.index
+    new = np.fromiter((r[1] not in ix.pos for r in got), bool, len(got))
+    for r, v in zip([r for r, f in zip(got, new) if not f], V[~new]): self._track(r[0], (*r[1:-1], v.tobytes()))
+    if not new.any(): return
+    p0 = ix.append_rows([r[1:] for r, f in zip(got, new) if f], V[new])  # new rows take the next slots, as one upsert each would
+    if ix.n > len(self._seq): self._seq = np.concatenate([self._seq, np.zeros(max(ix.n, 2 * len(self._seq), 256) - len(self._seq), np.int64)])
+    self._seq[p0:ix.n] = [r[0] for r, f in zip(got, new) if f]
+    self._pending.update(range(p0, ix.n))
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #17d7d1a0
 REQUESTS_SCHEMA = "CREATE TABLE IF NOT EXISTS feedback_requests (request_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, answer TEXT)"

@@ -156,6 +156,28 @@ def remove(self: _Index, mid: str):
     self.active[p] = False; self.E[p] = 0; self.ids[p] = None; self.texts[p] = None; self.entities[p] = ()
     if self._bf16 is not None: self._dirty.add(p)
 
+# %% ../../nbs/memory/19_vectors.ipynb #93eb79d4
+@patch
+def append_rows(self: _Index, rows: list, V: np.ndarray) -> int:
+    "Append new memories (tuples in `COLUMNS` order, ids not in the index; their vectors the rows of `V`) in one go; returns the first new row."
+    m, p0 = len(rows), self.n
+    V = np.asarray(V, np.float32)
+    if V.shape != (m, self.dim): raise ValueError(f"V: expected shape ({m}, {self.dim}), got {V.shape}")
+    if not m: return p0
+    cols = MemoryRow(*zip(*rows))
+    while p0 + m > len(self.E): self._grow()
+    new = slice(p0, p0 + m)
+    self.E[new], self.active[new] = V, np.array(cols.status) == "active"
+    self.kind[new], self.store[new] = [KIND_CODES[k] for k in cols.kind], [STORES.index(x) for x in cols.store]
+    for k in ("importance", "confidence", "created", "accessed", "count"): getattr(self, k)[new] = getattr(cols, k)
+    parsed = {e: tuple(json.loads(e)) for e in set(cols.entities)}
+    self.ids += cols.id; self.texts += cols.text; self.sources += cols.source; self.metadata += cols.metadata
+    self.entities += [parsed[e] for e in cols.entities]
+    self.pos.update(zip(cols.id, range(p0, p0 + m))); self.n = p0 + m
+    for p in range(p0, p0 + m): self._index_entities(p)
+    if self._bf16 is not None: self._dirty.update(range(p0, p0 + m))
+    return p0
+
 # %% ../../nbs/memory/19_vectors.ipynb #a7525cef
 def check_metadata_filter(metadata, name: str = "metadata") -> dict:
     "A metadata filter as a dict of string keys to JSON scalars; ValueError/TypeError naming `name` otherwise."

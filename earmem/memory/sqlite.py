@@ -574,11 +574,18 @@ def candidates(self: SQLiteBackend, q: np.ndarray, K: int, balanced: bool = Fals
     return self.index.candidates(q, self.shortlist(q, self.index.mask(flt), K, balanced), K, balanced)
 
 @patch
-def near_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = ()) -> tuple:
-    "([(cosine, index row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item."
+def near_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = (), entities: list | None = None) -> tuple:
+    "([(cosine, index row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item; given the items' `entities`, those of a named item only among the rows naming its group's (chapter 19's `entity_duplicates`)."
     V = round_f16(V) if self.vlog.fmt == "f16" else np.asarray(V, np.float32)  # scored as the log keeps them: the same after a reopen
-    if not self._use_graph(): return self.index.near_duplicates(kinds, V, thr, exclude)
-    return self._graph_duplicates(kinds, V, thr, exclude)
+    way = self._graph_duplicates if self._use_graph() else self.index.near_duplicates
+    if entities is None: return way(kinds, V, thr, exclude)
+    ix = self.index; base = ix.active[:ix.n].copy()
+    for mid in exclude:
+        if mid in ix.pos: base[ix.pos[mid]] = False
+    old = ix.entity_duplicates(kinds, entities, V, thr, base)
+    rest = [i for i, o in enumerate(old) if o is None]  # no entities, or names too common: the graph (or the scan) as before
+    for i, o in zip(rest, way([kinds[i] for i in rest], V[rest], thr, exclude)[0] if rest else []): old[i] = o
+    return old, _batch_duplicates(V, thr)
 
 @patch
 def dedupe_fields(self: SQLiteBackend, r: int) -> dict:

@@ -15,7 +15,7 @@ import numpy as np
 from tqdm.auto import tqdm
 from .hygiene import KIND_CODES
 from .index import REF_SIZE, VectorIndex, VectorLog, restore_vectors, round_f16
-from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
+from .vectors import one_blas_thread, COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
 from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS, FTS_SCHEMA, KEEP_CHECKPOINTS, LEARNER_DIR,
     MANIFEST_NAME, RECORD_COLUMNS, SCHEMA, SCHEMA_VERSION, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
     check_finite_learner, check_manifest, fsync_tree, learner_seq, read_manifest, _CHECKPOINT)
@@ -585,7 +585,7 @@ def near_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float,
     old = ix.entity_duplicates(kinds, entities, V, thr, base)
     rest = [i for i, o in enumerate(old) if o is None]  # no entities, or names too common: the graph (or the scan) as before
     for i, o in zip(rest, way([kinds[i] for i in rest], V[rest], thr, exclude)[0] if rest else []): old[i] = o
-    return old, _batch_duplicates(V, thr)
+    with one_blas_thread(): return old, _batch_duplicates(V, thr)
 
 @patch
 def dedupe_fields(self: SQLiteBackend, r: int) -> dict:

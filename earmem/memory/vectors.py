@@ -466,12 +466,13 @@ def entity_duplicates(self: _Index, kinds: list, entities: list, V: np.ndarray, 
                       most: int = ENTITY_SCAN_ROWS) -> list:
     "For each item: [(cosine, row)] of the rows allowed by `base`, of its kind, at or above `thr`, among the rows naming an entity of its group; None where it names none or its group's rows pass `most`."
     out = [None] * len(kinds)
-    for g in _entity_groups(entities):
-        rows = set().union(*(self.by_entity.get(e.casefold(), ()) for i in g for e in entities[i]))
-        if len(rows) > most: continue
-        rows = np.fromiter(rows, np.int64, len(rows)); rows.sort(); rows = rows[base[rows]]
-        with one_blas_thread(): S = V[g] @ self.E[rows].T
-        for a, i in enumerate(g):
-            ok = (self.kind[rows] == KIND_CODES[kinds[i]]) & (S[a] >= thr)
-            out[i] = list(zip(S[a][ok].tolist(), rows[ok].tolist()))
+    with one_blas_thread():
+        for g in _entity_groups(entities):
+            rows = set().union(*(self.by_entity.get(e.casefold(), ()) for i in g for e in entities[i]))
+            if len(rows) > most: continue
+            rows = np.fromiter(rows, np.int64, len(rows)); rows.sort(); rows = rows[base[rows]]
+            S = V[g] @ self.E[rows].T
+            for a, i in enumerate(g):
+                ok = (self.kind[rows] == KIND_CODES[kinds[i]]) & (S[a] >= thr)
+                out[i] = list(zip(S[a][ok].tolist(), rows[ok].tolist()))
     return out

@@ -321,3 +321,39 @@ def test_kill_mid_conversion_leaves_a_whole_store(tmp_path, stage):
     assert np.array_equal(w.index.E[[w.index.pos[f"n{i}"] for i in range(300)]], round_f16(E)); w.close()
     assert not (folder / VECTOR_LOG).exists() and not list(folder.glob(".vectors.f16.*"))
     assert (folder / VECTOR_LOG16).stat().st_size == 300 * 2 * 32
+
+
+def _plans(s, items, V, entities: bool):
+    "The dedupe plan of a batch (where, target id, similarity rounded) with the store's rule (no update judge), candidates asked with or without the items' entities."
+    from earmem.memory.hygiene import normalise_item
+    from earmem.memory.updates import plan_dedupe
+    b, c = s._backend, s.config
+    prepared = [normalise_item(it, "", 1.8e9, {}) for it in items]
+    V = s._batch_vectors(prepared, V)
+    near = min(c.conflict_similarity, c.dedupe_threshold)
+    old, new = b.near_duplicates([p["kind"] for p in prepared], V, near, (), **({"entities": [p["entities"] for p in prepared]} if entities else {}))
+    fresh, merges, plan, _ = plan_dedupe(prepared, V, old, new, b.dedupe_fields, b.has, None, c.dedupe_threshold, c.conflict_kinds)
+    return [(w, ref if w == "old" else None, None if sim is None else round(sim, 4)) for w, ref, sim, _ in plan]
+
+
+def test_entity_scoped_dedupe_decides_like_the_exact_rule(tmp_path):
+    "Above approx_min_rows (forced): candidates asked with the items' entities give the exact rule's plan, item for item."
+    rng = np.random.default_rng(7)
+    s = _store(tmp_path / "e"); _force(s)
+    V = _unit(rng, 3000, 32)
+    kinds = ["fact", "episode", "preference"]
+    s.add_many([{"text": f"m {i}", "kind": kinds[i % 3], "entities": [f"E{i % 40}"] if i % 10 else []} for i in range(3000)], embeddings=V)
+    src = rng.choice(3000, 300, replace=False)
+    P = V[src] + rng.uniform(0.05, 1.5, (300, 1)).astype(np.float32) * _unit(rng, 300, 32)   # from near copies to loosely related
+    items = [{"text": f"again {j}", "kind": kinds[i % 3], "entities": [f"e{i % 40}", *([f"x{j % 7}"] if j % 5 == 0 else [])] if i % 10 else []} for j, i in enumerate(src)]
+    named, graph = _plans(s, items, P, entities=True), _plans(s, items, P, entities=False)
+    exact = s._backend.approx_min_rows; s._backend.approx_min_rows = None                   # the exact scan of every row
+    try: truth = _plans(s, items, P, entities=False)
+    finally: s._backend.approx_min_rows = exact
+    merged = sum(w == "old" for w, _, _ in truth)
+    kinds_of = {w for w, _, _ in truth}
+    print(f"plan equal to the exact one: entity-scoped {sum(a == b for a, b in zip(named, truth))}/300 items, graph only "
+          f"{sum(a == b for a, b in zip(graph, truth))}/300 ({merged} merges, {300 - merged} new)")
+    # items without entities still go through the graph, which may miss a row: every named item must agree
+    assert 50 < merged < 250 and kinds_of == {"old", "new"} and all(a == b for a, b, it in zip(named, truth, items) if it["entities"])
+    s.close()

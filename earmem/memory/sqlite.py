@@ -15,7 +15,7 @@ import numpy as np
 from tqdm.auto import tqdm
 from .hygiene import KIND_CODES
 from .index import REF_SIZE, VectorIndex, VectorLog, restore_vectors, round_f16
-from .vectors import COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
+from .vectors import one_blas_thread, COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
 from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS, FTS_SCHEMA, KEEP_CHECKPOINTS, LEARNER_DIR,
     MANIFEST_NAME, RECORD_COLUMNS, SCHEMA, SCHEMA_VERSION, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
     check_finite_learner, check_manifest, fsync_tree, learner_seq, read_manifest, _CHECKPOINT)
@@ -94,8 +94,7 @@ def _catch_up(self: SQLiteBackend, rev: int):
         self._pending = set(range(len(got))) if getattr(self, "ann", None) is not None else set()  # a graph built on an empty store lacks them all
     else:
         got = db.execute(f"SELECT seq, {_COLUMNS} FROM memories WHERE rev > ? ORDER BY rev, seq", (self.rev,)).fetchall()
-        V = self.vlog.matrix([r[-1] for r in got])  # the rows' vectors, resolved from the log in one go
-        for r, v in zip(got, V): self._track(r[0], (*r[1:-1], v.tobytes()))
+        self._track_many(got, self.vlog.matrix([r[-1] for r in got]))  # the rows' vectors, resolved from the log in one go
     self.rev = rev
 
 @patch
@@ -131,6 +130,18 @@ def _track(self: SQLiteBackend, seq: int, r: tuple):
     if p >= len(self._seq): self._seq = np.concatenate([self._seq, np.zeros(max(256, len(self._seq)), np.int64)])
     self._seq[p] = seq  # seqs only grow (AUTOINCREMENT, one writer at a time): the mirror's seqs stay sorted
     if not same: self._pending.add(p)
+
+@patch
+def _track_many(self: SQLiteBackend, got: list, V: np.ndarray):
+    "`_track` every row of `got` (seq, then `COLUMNS`; vectors: the rows of `V`), in order: new memories appended in one go."
+    ix = self.index
+    new = np.fromiter((r[1] not in ix.pos for r in got), bool, len(got))
+    for r, v in zip([r for r, f in zip(got, new) if not f], V[~new]): self._track(r[0], (*r[1:-1], v.tobytes()))
+    if not new.any(): return
+    p0 = ix.append_rows([r[1:] for r, f in zip(got, new) if f], V[new])  # new rows take the next slots, as one upsert each would
+    if ix.n > len(self._seq): self._seq = np.concatenate([self._seq, np.zeros(max(ix.n, 2 * len(self._seq), 256) - len(self._seq), np.int64)])
+    self._seq[p0:ix.n] = [r[0] for r, f in zip(got, new) if f]
+    self._pending.update(range(p0, ix.n))
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #17d7d1a0
 REQUESTS_SCHEMA = "CREATE TABLE IF NOT EXISTS feedback_requests (request_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, answer TEXT)"
@@ -563,11 +574,18 @@ def candidates(self: SQLiteBackend, q: np.ndarray, K: int, balanced: bool = Fals
     return self.index.candidates(q, self.shortlist(q, self.index.mask(flt), K, balanced), K, balanced)
 
 @patch
-def near_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = ()) -> tuple:
-    "([(cosine, index row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item."
+def near_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = (), entities: list | None = None) -> tuple:
+    "([(cosine, index row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item; given the items' `entities`, those of a named item only among the rows naming its group's (chapter 19's `entity_duplicates`)."
     V = round_f16(V) if self.vlog.fmt == "f16" else np.asarray(V, np.float32)  # scored as the log keeps them: the same after a reopen
-    if not self._use_graph(): return self.index.near_duplicates(kinds, V, thr, exclude)
-    return self._graph_duplicates(kinds, V, thr, exclude)
+    way = self._graph_duplicates if self._use_graph() else self.index.near_duplicates
+    if entities is None: return way(kinds, V, thr, exclude)
+    ix = self.index; base = ix.active[:ix.n].copy()
+    for mid in exclude:
+        if mid in ix.pos: base[ix.pos[mid]] = False
+    old = ix.entity_duplicates(kinds, entities, V, thr, base)
+    rest = [i for i, o in enumerate(old) if o is None]  # no entities, or names too common: the graph (or the scan) as before
+    for i, o in zip(rest, way([kinds[i] for i in rest], V[rest], thr, exclude)[0] if rest else []): old[i] = o
+    with one_blas_thread(): return old, _batch_duplicates(V, thr)
 
 @patch
 def dedupe_fields(self: SQLiteBackend, r: int) -> dict:

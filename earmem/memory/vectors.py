@@ -15,9 +15,9 @@ from ..core import lexical_tokens, zscore
 from .hygiene import KIND_CODES, MAX_DEPTH, MAX_METADATA_CHARS, STORES, check_entities, check_kind, iso, json_depth, to_epoch
 
 # %% auto #0
-__all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'LEXICAL_BUDGET', 'item_row',
-           'one_blas_thread', 'check_metadata_filter', 'metadata_matches', 'SearchFilter', 'top_rows', 'top_refined',
-           'store_quota', 'lexical_words', 'fuse_scores', 'fused_top', 'within_budget']
+__all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'LEXICAL_BUDGET', 'ENTITY_SCAN_ROWS',
+           'item_row', 'one_blas_thread', 'check_metadata_filter', 'metadata_matches', 'SearchFilter', 'top_rows',
+           'top_refined', 'store_quota', 'lexical_words', 'fuse_scores', 'fused_top', 'within_budget']
 
 # %% ../../nbs/memory/19_vectors.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
@@ -155,6 +155,28 @@ def remove(self: _Index, mid: str):
     self._index_entities(p, add=False)
     self.active[p] = False; self.E[p] = 0; self.ids[p] = None; self.texts[p] = None; self.entities[p] = ()
     if self._bf16 is not None: self._dirty.add(p)
+
+# %% ../../nbs/memory/19_vectors.ipynb #93eb79d4
+@patch
+def append_rows(self: _Index, rows: list, V: np.ndarray) -> int:
+    "Append new memories (tuples in `COLUMNS` order, ids not in the index; their vectors the rows of `V`) in one go; returns the first new row."
+    m, p0 = len(rows), self.n
+    V = np.asarray(V, np.float32)
+    if V.shape != (m, self.dim): raise ValueError(f"V: expected shape ({m}, {self.dim}), got {V.shape}")
+    if not m: return p0
+    cols = MemoryRow(*zip(*rows))
+    while p0 + m > len(self.E): self._grow()
+    new = slice(p0, p0 + m)
+    self.E[new], self.active[new] = V, np.array(cols.status) == "active"
+    self.kind[new], self.store[new] = [KIND_CODES[k] for k in cols.kind], [STORES.index(x) for x in cols.store]
+    for k in ("importance", "confidence", "created", "accessed", "count"): getattr(self, k)[new] = getattr(cols, k)
+    parsed = {e: tuple(json.loads(e)) for e in set(cols.entities)}
+    self.ids += cols.id; self.texts += cols.text; self.sources += cols.source; self.metadata += cols.metadata
+    self.entities += [parsed[e] for e in cols.entities]
+    self.pos.update(zip(cols.id, range(p0, p0 + m))); self.n = p0 + m
+    for p in range(p0, p0 + m): self._index_entities(p)
+    if self._bf16 is not None: self._dirty.update(range(p0, p0 + m))
+    return p0
 
 # %% ../../nbs/memory/19_vectors.ipynb #a7525cef
 def check_metadata_filter(metadata, name: str = "metadata") -> dict:
@@ -421,3 +443,36 @@ def dedupe_fields(self: _Index, r: int) -> dict:
     "The fields of row `r` that the dedupe rule reads and merges (`earmem.memory.hygiene.plan_dedupe`)."
     return dict(id=self.ids[r], text=self.texts[r], entities=self.entities[r], count=int(self.count[r]), accessed=float(self.accessed[r]),
                 importance=float(self.importance[r]), confidence=float(self.confidence[r]))
+
+# %% ../../nbs/memory/19_vectors.ipynb #17d307a9
+ENTITY_SCAN_ROWS = 4096  # rows naming a group's entities up to which `entity_duplicates` scores them exactly
+
+def _entity_groups(entities: list) -> list:
+    "Positions of the batch items that name entities, grouped by links through shared names (case-insensitive)."
+    parent = {}
+    def root(x):
+        while parent.setdefault(x, x) != x: parent[x] = parent[parent[x]]; x = parent[x]
+        return x
+    for i, names in enumerate(entities):
+        for e in names: parent[root(("entity", e.casefold()))] = root(i)
+    groups = {}
+    for i, names in enumerate(entities):
+        if names: groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
+
+# %% ../../nbs/memory/19_vectors.ipynb #d706aac4
+@patch
+def entity_duplicates(self: _Index, kinds: list, entities: list, V: np.ndarray, thr: float, base: np.ndarray,
+                      most: int = ENTITY_SCAN_ROWS) -> list:
+    "For each item: [(cosine, row)] of the rows allowed by `base`, of its kind, at or above `thr`, among the rows naming an entity of its group; None where it names none or its group's rows pass `most`."
+    out = [None] * len(kinds)
+    with one_blas_thread():
+        for g in _entity_groups(entities):
+            rows = set().union(*(self.by_entity.get(e.casefold(), ()) for i in g for e in entities[i]))
+            if len(rows) > most: continue
+            rows = np.fromiter(rows, np.int64, len(rows)); rows.sort(); rows = rows[base[rows]]
+            S = V[g] @ self.E[rows].T
+            for a, i in enumerate(g):
+                ok = (self.kind[rows] == KIND_CODES[kinds[i]]) & (S[a] >= thr)
+                out[i] = list(zip(S[a][ok].tolist(), rows[ok].tolist()))
+    return out

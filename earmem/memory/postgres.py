@@ -652,8 +652,8 @@ def hybrid_candidates(self: PostgresBackend, q: np.ndarray, text: str, K: int, w
 DEDUPE_NEIGHBOURS = 10
 
 @patch
-def near_duplicates(self: PostgresBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = ()) -> tuple:
-    "([(cosine, window row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item."
+def near_duplicates(self: PostgresBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = (), entities: list | None = None) -> tuple:
+    "([(cosine, window row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item (`entities`: unused, the HNSW index finds them)."
     from psycopg.rows import namedtuple_row
     V = np.asarray(V, np.float32)
     if V.ndim != 2 or V.shape[1] != self.dim or len(V) != len(kinds):

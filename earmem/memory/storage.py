@@ -88,8 +88,8 @@ class BackendSearch(Protocol):
     def hybrid_candidates(self, q: np.ndarray, text: str, K: int, w: float, balanced: bool = False,
                           flt: SearchFilter | None = None) -> tuple:
         "(rows of `index`, cosines, fused scores) of the K best of the dense and the lexical top-K passing `flt` (chapter 19's fusion)."
-    def near_duplicates(self, kinds: list, V: np.ndarray, thr: float, exclude: tuple = ()) -> tuple:
-        "([(cosine, row of `index`)] of active same-kind memories at cosine ≥ `thr`, [(cosine, batch position)] of earlier items) per item."
+    def near_duplicates(self, kinds: list, V: np.ndarray, thr: float, exclude: tuple = (), entities: list | None = None) -> tuple:
+        "([(cosine, row of `index`)] of active same-kind memories at cosine ≥ `thr`, [(cosine, batch position)] of earlier items) per item; `entities` (each item's) may narrow where a backend looks, never what the rule decides."
     def dedupe_fields(self, r: int) -> dict:
         "The fields of row `r` of `index` that the dedupe rule reads and merges."
 

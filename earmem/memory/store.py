@@ -303,7 +303,7 @@ def _plan_batch(self: MemoryStore, items: list, V: np.ndarray, exclude: tuple) -
     "Dedupe decisions for a batch: (fresh items, merges into stored memories, per-item plan, explicit ids)."
     b, c = self._backend, self.config
     near = min(c.conflict_similarity, c.dedupe_threshold)  # related claims too: a reworded update supersedes (chapter 18)
-    old, new = b.near_duplicates([it["kind"] for it in items], V, near, exclude)
+    old, new = b.near_duplicates([it["kind"] for it in items], V, near, exclude, entities=[it["entities"] for it in items])
     return plan_dedupe(items, V, old, new, b.dedupe_fields, b.has, self.judge, c.dedupe_threshold, c.conflict_kinds)
 
 # %% ../../nbs/memory/23_store.ipynb #965c11db

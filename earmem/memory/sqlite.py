@@ -12,7 +12,6 @@ from pathlib import Path
 from fastcore.basics import patch
 from ..core import atomic_write_json
 import numpy as np
-from tqdm.auto import tqdm
 from .hygiene import KIND_CODES
 from .index import REF_SIZE, VectorIndex, VectorLog, restore_vectors, round_f16
 from .vectors import one_blas_thread, COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
@@ -471,6 +470,7 @@ def _open_graph(self: SQLiteBackend) -> bool:
 @patch
 def build_index(self: SQLiteBackend, progress: bool | None = None) -> int:
     "Build the graph from every stored row and save it; returns how many vectors it holds."
+    from tqdm.auto import tqdm  # here, not at import: a command that never builds a graph does not pay for it
     ix = self.index
     rows = np.fromiter(ix.pos.values(), np.int64, len(ix.pos)); rows.sort()
     vi, step = VectorIndex(self.dim), 10_000

@@ -261,7 +261,7 @@ def test_dedupe_merges(tmp_path):
 
 def test_recency_decays_and_refreshes_on_access(tmp_path):
     clock = fake_clock(to_epoch("2026-04-01"))
-    cfg = StoreConfig(min_relevance=0.1, recency_weight=0.5, importance_weight=0.0, half_life_days=10)
+    cfg = StoreConfig(min_relevance=0.1, recency_weight=0.5, importance_weight=0.0, half_life_days=10, recency_from="used")
     s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), clock=clock, config=cfg)
     s.add_many([dict(text="Dana chose Postgres for the database", kind="decision", entities=["Dana"], timestamp="2026-03-02"),
                 dict(text="Sam chose Postgres for the database", kind="decision", entities=["Sam"], timestamp="2026-03-22")])
@@ -314,6 +314,20 @@ def test_default_blend_ranks_a_fresher_restatement_first(tmp_path):
     "Issue 19: recency lifts a memory over what it restates (a correction the door did not catch), not over unrelated memories."
     fct.test_eq(_fresher_first(tmp_path, StoreConfig()), [True] * 4)
     assert sum(_fresher_first(tmp_path, StoreConfig(recency_weight=0, importance_weight=0))) <= 1   # relevance alone: the old one wins
+
+
+def test_default_recency_counts_from_formation_and_use_is_only_recorded(tmp_path):
+    "Issue 19: by default citing or touching a memory records its use but does not make it fresher than a newer restatement."
+    clock = fake_clock(to_epoch("2026-04-01"))
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), clock=clock, config=StoreConfig(min_relevance=0.1, half_life_days=10))
+    s.add_many([dict(text="Dana chose Postgres for the database", kind="decision", entities=["Dana"], timestamp="2026-03-02"),
+                dict(text="Sam chose Postgres for the database", kind="decision", entities=["Sam"], timestamp="2026-03-22")])
+    fct.test_eq(s.search("chose Postgres database", k=2).ids, ["m2", "m1"])
+    s.feedback(s.search("Postgres", entities=["Dana"]), cited=["m1"])
+    fct.test_eq(s.get("m1").last_access, iso(clock.t))                              # the use is recorded …
+    h = s.search("chose Postgres database", k=2)
+    fct.test_eq(h.ids, ["m2", "m1"]); fct.test_close([x.recency for x in h], [0.5, 0.125])   # … and the age still runs from formation
+    s.close()
 
 
 def test_relevance_floor_returns_nothing_for_unrelated_query(tmp_path):

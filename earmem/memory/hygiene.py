@@ -167,7 +167,8 @@ class StoreConfig:
     relevance_weight: float = 1.0
     recency_weight: float = 0.3  # issue 19: w_rec, w_imp and same_fact_similarity chosen on LoCoMo's non-test questions asked as a stream
     importance_weight: float = 0.02  # and on handwritten corrections (tools/blend_study.py); they bound how much relevance a fresher, more important restatement may trade
-    half_life_days: float = 30.0  # recency halves every this many days since formation or last use (citation)
+    half_life_days: float = 30.0  # recency halves every this many days since the memory was formed (or last used: recency_from)
+    recency_from: str = "formed"  # "formed": age since formation (chosen on dev: citing refreshes nothing); "used": since formation or last use
     min_relevance: float = 0.25  # relevance floor (cosine units); below it a memory is never returned
     dedupe_threshold: float = 0.92  # cosine at or above which a same-kind, same-entity memory is a duplicate
     same_fact_similarity: float = 0.7  # cosine at or above which two candidates say the same thing: recency and importance lift a memory only over those (22a)
@@ -190,6 +191,7 @@ class StoreConfig:
         for n in ("candidates", "checkpoint_every"): check_positive_int(getattr(self, n), n)
         if isinstance(self.learner_gate, bool) or not isinstance(self.learner_gate, int) or self.learner_gate < 0:
             raise ValueError(f"learner_gate: expected a whole number of pairs >= 0 (0 = always use the learner), got {self.learner_gate!r}")
+        check_choice(self.recency_from, "recency_from", ("formed", "used"))
         check_choice(self.retriever, "retriever", ("dense", "hybrid")); check_number(self.lexical_weight, "lexical_weight", 0, 0.95)
         if not isinstance(self.ear, dict): raise TypeError(f"ear: expected a dict of EARConfig overrides, got {type(self.ear).__name__}")
         check_seed_and_ear(self)

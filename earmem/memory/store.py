@@ -629,7 +629,8 @@ def _blend(self: MemoryStore, cands: Candidates, rows: np.ndarray, now: float) -
     c, ix = self.config, self._backend.index
     sessions = [json.loads(ix.metadata[r]).get("session") for r in rows]
     rel = np.asarray(self._relevance(cands), dtype=np.float64) + session_lift(cands.scores, rows, sessions)
-    rec = recency_decay(now - np.maximum(ix.created[rows], ix.accessed[rows]), c.half_life_days * DAY)
+    since = ix.created[rows] if c.recency_from == "formed" else np.maximum(ix.created[rows], ix.accessed[rows])
+    rec = recency_decay(now - since, c.half_life_days * DAY)
     bonus = c.recency_weight * rec + c.importance_weight * ix.importance[rows].astype(np.float64)
     return c.relevance_weight * rel + same_fact_lift(cands.embeddings, bonus, c.same_fact_similarity), rel, rec
 

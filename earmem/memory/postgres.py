@@ -333,6 +333,7 @@ def ids(self: PostgresBackend, include_retracted: bool = False) -> list:
     where = "" if include_retracted else " AND status='active'"
     return [r[0] for r in self._q(f"SELECT id FROM {{s}}.memories WHERE namespace=%s{where} ORDER BY seq", (self.namespace,))]
 
+# %% ../../nbs/memory/25_postgres.ipynb #4e9b1c71
 @patch
 def has(self: PostgresBackend, mid: str) -> bool:
     "Whether memory `mid` is stored (active or retracted) in this namespace."

@@ -11,9 +11,9 @@ from fastcore.basics import patch
 from ..core import atomic_write_json
 
 # %% auto #0
-__all__ = ['INDEX_FILE', 'STAMP_FILE', 'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'VECTOR_LOG16',
-           'LOG_FORMATS', 'REF_SIZE', 'VectorIndex', 'read_stamp', 'save_vectors', 'restore_vectors', 'fsync_dir',
-           'round_f16', 'VectorLog', 'log_format']
+__all__ = ['INDEX_FILE', 'STAMP_FILE', 'SEQUENTIAL_ROWS', 'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG',
+           'VECTOR_LOG16', 'LOG_FORMATS', 'REF_SIZE', 'VectorIndex', 'read_stamp', 'save_vectors', 'restore_vectors',
+           'fsync_dir', 'round_f16', 'VectorLog', 'log_format']
 
 # %% ../../nbs/memory/19a_index.ipynb #f0e09212
 INDEX_FILE = "vectors.usearch"  # the graph, in the store folder
@@ -39,9 +39,11 @@ def _own(self: VectorIndex):
         from usearch.index import Index
         self.graph = Index.restore(str(self.path), view=False); self.viewed = False
 
+SEQUENTIAL_ROWS = 2048  # a graph smaller than this is grown one insert at a time (the same graph every run)
+
 @patch
 def add(self: VectorIndex, keys, vectors: np.ndarray, threads: int = 0):
-    "Add (or replace) the vectors of `keys`; `threads` 0: all cores."
+    "Add (or replace) the vectors of `keys`; `threads` 0: all cores, once the graph holds `SEQUENTIAL_ROWS`."
     keys, V = np.asarray(keys, np.int64), np.ascontiguousarray(vectors, np.float32)
     if V.ndim != 2 or V.shape != (len(keys), self.dim):
         raise ValueError(f"vectors: expected shape ({len(keys)}, {self.dim}), got {V.shape}")
@@ -49,7 +51,9 @@ def add(self: VectorIndex, keys, vectors: np.ndarray, threads: int = 0):
     self._own()
     old = keys[self.graph.contains(keys)] if len(self.graph) else keys[:0]
     if len(old): self.graph.remove(old)
-    self.graph.add(keys, V, threads=threads)
+    head = min(len(keys), max(0, SEQUENTIAL_ROWS - len(self.graph)))
+    if head: self.graph.add(keys[:head], V[:head], threads=1)
+    if head < len(keys): self.graph.add(keys[head:], V[head:], threads=threads)
 
 @patch
 def remove(self: VectorIndex, keys):

@@ -325,6 +325,16 @@ def _add_repair(sub):
     _command(sub, "repair", "rebuild the learner from the feedback log", "Replay the feedback log into a fresh learner "
              "(after a damaged or missing learner checkpoint).", _cmd_repair, "what was rebuilt")
 
+# %% ../nbs/cli/32_commands.ipynb #c0a1e5a1
+def _cmd_compact(a):
+    with _store_from_args(a) as s: out = s.compact()
+    _emit(a, out, "\n".join(f"{k}: {v}" for k, v in out.items()))
+
+def _add_compact(sub):
+    _command(sub, "compact", "drop erased and replaced vectors from disk", "Rewrite the store's vector log with only the "
+             "vectors its memories reference (after deletes, updates and encoder switches; PostgreSQL: nothing to do).",
+             _cmd_compact, "what was freed")
+
 # %% ../nbs/cli/32_commands.ipynb #7054d3a4
 def _cmd_rollback(a):
     import earmem.memory.trust  # noqa: F401  — MemoryStore.rollback, health and feedback_log
@@ -520,7 +530,7 @@ def add_memory_parser(subparsers) -> argparse.ArgumentParser:
                               description="Work with an earmem MemoryStore folder (SQLite + embeddings + EAR learner).")
     sub = p.add_subparsers(dest="memory_command", metavar="COMMAND", required=True)
     for add in (_add_add, _add_search, _add_inject, _add_feedback, _add_update, _add_retract, _add_delete, _add_history,
-                _add_repair, _add_rollback, _add_export, _add_import, _add_stats, _add_migrate, _add_bench,
+                _add_repair, _add_compact, _add_rollback, _add_export, _add_import, _add_stats, _add_migrate, _add_bench,
                 _add_get, _add_list, _add_users, _add_clear): add(sub)
     return p
 

@@ -465,7 +465,7 @@ def test_at_least_80_cases():
 
 # ================================================================================================= slow: crash loops, many processes
 @pytest.mark.slow
-@pytest.mark.parametrize("op", ["add", "update", "retract", "feedback", "checkpoint"])
+@pytest.mark.parametrize("op", ["add", "update", "retract", "feedback", "checkpoint", "compact"])
 def test_crash_loop(tmp_path, op):
     from earmem.memory.reliability import crash_trials
     out = crash_trials(op, trials=int(os.environ.get("EARMEM_CRASH_TRIALS", 8)), folder=tmp_path, progress=False)

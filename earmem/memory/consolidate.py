@@ -4,7 +4,7 @@
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #3e04ac29
 from __future__ import annotations
-import hashlib, importlib, json, os, shutil, time
+import hashlib, importlib, json, os, shutil, time, warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -235,6 +235,16 @@ def stage_vectors(self: SQLiteBackend, vectors: dict) -> dict:
     "SQLite keeps the new vectors in memory until the switch's transaction writes them: all of them are left to write."
     return vectors
 
+# %% ../../nbs/memory/23d_consolidate.ipynb #c0a1e5f2
+@patch
+def compact(self: MemoryStore) -> dict:
+    "Rewrite the embedded store's vector log without the vectors of erased and re-embedded memories (see above); returns what it freed. PostgreSQL: nothing to do."
+    self._check_open()
+    if self.readonly: raise PermissionError(f"store: {self.path} is read-only ({self.readonly_reason}); compacting writes")
+    if not hasattr(self._backend, "compact"):
+        return {"compacted": False, "why": "PostgreSQL reclaims deleted rows itself ((auto)vacuum)"}
+    with self._lock: return {"compacted": True, **self._backend.compact()}
+
 # %% ../../nbs/memory/23d_consolidate.ipynb #1eb328a1
 @patch
 def _fresh_checkpoint(self: MemoryStore, seq: int, learner=None) -> str:
@@ -265,7 +275,16 @@ def switch_encoder(self: MemoryStore, enc, encoder_id: str, lineage: dict | None
             left.update(_embed_rows(enc, self._memory_texts(rev1)[0], self.dim, False))  # rows written since: few
             self._backend.switch_vectors(left, record, self._fresh_checkpoint(self._backend.last_feedback(), fresh), rev)
         self._adopt_switch(); self._encoder = enc; self._sync_learner()
-    return {"memories": len(vectors), "encode_seconds": round(seconds, 1), "encoder": encoder_id}
+    return {"memories": len(vectors), "encode_seconds": round(seconds, 1), "encoder": encoder_id, **self._compact_after_switch()}
+
+@patch
+def _compact_after_switch(self: MemoryStore) -> dict:
+    "Compact once a switch has committed (the old vectors are dead); a failure warns: the switched store is whole."
+    try: out = self.compact()
+    except (OSError, TimeoutError) as e:
+        warnings.warn(f"store {self.path}: switched, but the vector log was not compacted ({e}); run compact() later", RuntimeWarning, stacklevel=3)
+        return {"compacted": False}
+    return {"compacted": out["compacted"], **({"bytes_freed": out["bytes_freed"]} if out["compacted"] else {})}
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #c2a11789
 @patch

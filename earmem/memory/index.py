@@ -4,7 +4,7 @@
 
 # %% ../../nbs/memory/19a_index.ipynb #ef5b5d2e
 from __future__ import annotations
-import json, os, sqlite3, warnings
+import errno, json, os, sqlite3, warnings
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
@@ -173,10 +173,14 @@ def round_f16(V: np.ndarray) -> np.ndarray:
 
 # %% ../../nbs/memory/19a_index.ipynb #b7d2e4f1
 class VectorLog:
-    "The vectors of a store folder's rows, appended to one file and referenced from the rows by slot (`fmt`: a key of `LOG_FORMATS`)."
+    "The vectors of a store folder's rows, appended to one file and referenced from the rows by slot (`fmt`: a key of `LOG_FORMATS`, then '.<generation>' once compacted)."
     def __init__(self, folder: Path, dim: int, fmt: str = "f16"):
-        if fmt not in LOG_FORMATS: raise ValueError(f"fmt: expected one of {sorted(LOG_FORMATS)}, got {fmt!r}")
-        name, self.dtype = LOG_FORMATS[fmt]
+        base, _, gen = str(fmt).partition(".")
+        if base not in LOG_FORMATS or (gen and not gen.isdigit()):
+            raise ValueError(f"fmt: expected one of {sorted(LOG_FORMATS)}, optionally with a generation such as 'f16.2', got {fmt!r}")
+        name, self.dtype = LOG_FORMATS[base]
+        self.base, self.gen = base, int(gen or 0)
+        if self.gen: name = name.replace(".", f".{self.gen}.", 1)  # vectors.f16 → vectors.2.f16
         self.fmt, self.path, self.dim, self._map = fmt, Path(folder) / name, dim, None
         self.width = np.dtype(self.dtype).itemsize * dim  # bytes a slot
 
@@ -195,6 +199,8 @@ class VectorLog:
 def _slots(self: VectorLog, count: int) -> np.ndarray:
     "The file as a copy-on-write (slots, dim) matrix of the log's type holding at least `count` slots (re-mapped when the file grew)."
     if self._map is None or len(self._map) < count:
+        if count and not self.path.exists():  # another writer compacted the log since this reader's snapshot began
+            raise FileNotFoundError(errno.ENOENT, f"a row references vector slot {count - 1}, but the vector log is gone", str(self.path))
         size = self.path.stat().st_size // self.width if self.path.exists() else 0
         if size < count: raise ValueError(f"path: a row references vector slot {count - 1}, but {self.path} holds {size}; the store is corrupted")
         self._map = np.memmap(self.path, self.dtype, "c", shape=(size, self.dim)) if size else np.zeros((0, self.dim), self.dtype)
@@ -296,3 +302,38 @@ def follow(self: VectorLog, db) -> VectorLog:
     "This log, or the log the store of `db` references now when another writer converted it meanwhile."
     fmt = log_format(db)
     return self if fmt is None or fmt == self.fmt else VectorLog(self.path.parent, self.dim, fmt)
+
+# %% ../../nbs/memory/19a_index.ipynb #c0a1e5d2
+def _log_files(folder: Path, base: str) -> list:
+    "Every generation's file of the `base` log in `folder`."
+    stem, ext = LOG_FORMATS[base][0].split(".")
+    return [p for p in Path(folder).glob(f"{stem}.*{ext}") if p.name == f"{stem}.{ext}" or p.name[len(stem) + 1:-len(ext) - 1].isdigit()]
+
+@patch
+def compact(self: VectorLog, db, chunk: int = 65536) -> dict:
+    "Rewrite the log of the store of `db` with only its rows' slots, as the next generation (see above); returns {'log': the new log, 'slots_before', 'slots_after'}."
+    folder, tmp = self.path.parent, None
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        cur = self.follow(db)
+        new = VectorLog(folder, self.dim, f"{cur.base}.{cur.gen + 1}")
+        got = db.execute("SELECT seq, embedding FROM memories WHERE length(embedding) = ? ORDER BY seq", (REF_SIZE,)).fetchall()
+        slots = np.frombuffer(b"".join(b for _, b in got), [("at", "u1"), ("slot", "<i8")])["slot"] if got else np.zeros(0, np.int64)
+        before = cur.path.stat().st_size // cur.width if cur.path.exists() else 0
+        log = cur._slots(int(slots.max()) + 1) if len(slots) else None   # a truncated log: named, nothing switched
+        tmp = folder / f".{new.path.name}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            for i in range(0, len(slots), chunk): f.write(np.ascontiguousarray(log[slots[i:i + chunk]]).tobytes())
+            f.flush(); os.fsync(f.fileno())
+        os.replace(tmp, new.path); fsync_dir(folder)
+        db.executemany("UPDATE memories SET embedding=? WHERE seq=?", [(b"@" + i.to_bytes(8, "little"), s) for i, (s, _) in enumerate(got)])
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('vector_log', ?)", (new.fmt,))
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction: db.execute("ROLLBACK")
+        if tmp is not None: tmp.unlink(missing_ok=True)
+        raise
+    for p in _log_files(folder, cur.base):
+        if p != new.path: p.unlink(missing_ok=True)  # the old generation, and any a killed compaction left
+    for p in folder.glob(f".{LOG_FORMATS[cur.base][0].split('.')[0]}.*.tmp"): p.unlink(missing_ok=True)
+    return {"log": new, "slots_before": int(before), "slots_after": len(slots)}

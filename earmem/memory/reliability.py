@@ -8,14 +8,14 @@ import argparse, json, multiprocessing as mp, os, random, signal, time
 import numpy as np
 from pathlib import Path
 from .hygiene import HashingEncoder, StoreConfig
-from .store import MemoryStore
+from .consolidate import MemoryStore  # the store with every chapter's methods (compact, for the compaction trials)
 
 # %% auto #0
 __all__ = ['OPERATIONS', 'PRELOAD', 'seed_store', 'crash_trials', 'concurrency_run', 'main']
 
 # %% ../../nbs/memory/24_reliability.ipynb #f19e209f
-OPERATIONS = ("add", "update", "retract", "feedback", "checkpoint")
-PRELOAD = ["earmem.memory.store", "earmem.ear.replay", "safetensors.torch", "safetensors.numpy"]  # imported once by the forkserver
+OPERATIONS = ("add", "update", "retract", "feedback", "checkpoint", "compact")
+PRELOAD = ["earmem.memory.consolidate", "earmem.ear.replay", "safetensors.torch", "safetensors.numpy"]  # imported once by the forkserver
 _QUERIES = ["Dana database", "Caroline counseling", "Melanie painting", "deploy window", "standup time"]
 
 def _config(op: str) -> StoreConfig:
@@ -34,6 +34,10 @@ def _one(s: MemoryStore, op: str, trial: int, i: int) -> str:
     "Run operation `op` once (the i-th of this trial); returns the token the harness checks after the kill."
     if op == "add": return s.add(f"crash memory {trial}-{i} about {_QUERIES[i % 5]}", "episode", id=f"t{trial}-{i}").id
     if op == "update": return s.update("u", text=f"the value of u is {trial * 100000 + i}").text
+    if op == "compact":
+        kept = s.add(f"crash memory {trial}-{i} about {_QUERIES[i % 5]}", "episode", id=f"t{trial}-{i}").id
+        s.delete(s.add(f"erased memory {trial}-{i}", "episode", id=f"x{trial}-{i}").id); s.compact()
+        return kept
     if op == "retract":
         if f"r{i}" not in s: time.sleep(3600)  # the seeded memories ran out: wait for the kill
         if s.get(f"r{i}").status == "active": s.retract(f"r{i}", "wrong")
@@ -67,10 +71,19 @@ def _kill_after(proc, log: Path, rng, max_delay: float):
     os.kill(proc.pid, signal.SIGKILL); proc.join()
 
 # %% ../../nbs/memory/24_reliability.ipynb #d87a1168
+def _own_vectors(s: MemoryStore, kept: list) -> bool:
+    "Whether the seeded memories read their seeded directions and the `kept` ones their own encodings (as the log rounds them)."
+    ix = s._backend.index; n = next(i for i in range(10 ** 6) if f"r{i}" not in ix.pos)   # seeded: r0 … r(n-1)
+    E = np.random.default_rng(0).standard_normal((n, 32)).astype(np.float32)
+    E /= np.linalg.norm(E, axis=1, keepdims=True)
+    seeded = np.stack([ix.E[ix.pos[f"r{i}"]] for i in range(len(E))])
+    mine = [ix.E[ix.pos[t]] for t in kept]
+    return bool(np.allclose(seeded, E, atol=1e-3) and (not kept or np.array_equal(np.stack(mine), s._encode([s.get(t).text for t in kept]))))
+
 def _verify(path: Path, op: str, tokens: list, trial: int) -> tuple:
     "(committed calls found, lost, check ok, learner steps == feedback rows) after a kill."
     s = MemoryStore(path)
-    if op == "add": found = sum(t in s for t in tokens)
+    if op in ("add", "compact"): found = sum(t in s for t in tokens)
     elif op == "retract": found = sum(s.get(t).status == "retracted" for t in tokens)
     elif op == "update":
         last = int(tokens[-1].rsplit(" ", 1)[1]) if tokens else -1
@@ -78,6 +91,7 @@ def _verify(path: Path, op: str, tokens: list, trial: int) -> tuple:
     else: found = min(len(tokens), s.stats()["feedback"])
     st = s.stats()
     ok, steps = s.check()["ok"], st["learner_steps"] == st["feedback"] and st["learner_problem"] is None
+    if op == "compact": ok = ok and _own_vectors(s, [t for t in tokens if t in s])
     s.close()
     return found, len(tokens) - found, ok, steps
 

@@ -97,20 +97,31 @@ def _catch_up(self: SQLiteBackend, rev: int):
     self.rev = rev
 
 @patch
+def _pull(self: SQLiteBackend):
+    "Inside a transaction: follow the vector log (another writer converted it to float16 or compacted it, chapter 19a), catch up, read the learner pointer."
+    if (log := self.vlog.follow(self.db)) is not self.vlog:
+        if log.dtype != self.vlog.dtype: self.index.E[:self.index.n] = round_f16(self.index.E[:self.index.n])  # float16 values from now on
+        self.vlog = log
+    rev = int(self._meta("rev"))
+    if rev != self.rev: self._catch_up(rev)
+    self.learner = self._meta("learner")
+
+@patch
+def _read(self: SQLiteBackend, fn=None):
+    "`_pull`, then `fn()`, in one read transaction (the caller's, when it holds one); read again, once, when the log was compacted after the snapshot began and its old file is gone."
+    if self.db.in_transaction: self._pull(); return fn and fn()
+    for attempt in (0, 1):
+        self.db.execute("BEGIN")
+        try: self._pull(); return fn and fn()
+        except FileNotFoundError:
+            if attempt: raise
+        finally: self.db.execute("COMMIT")
+
+@patch
 def refresh(self: SQLiteBackend) -> str:
     "Pull rows changed since the last seen `rev` (own and other processes' commits); returns the learner pointer."
-    db = self.db
-    outer = not db.in_transaction
-    if outer: db.execute("BEGIN")
-    try:
-        if (log := self.vlog.follow(db)) is not self.vlog:  # another writer converted the log to float16 (chapter 19a): its values from now on
-            self.vlog, self.index.E[:self.index.n] = log, round_f16(self.index.E[:self.index.n])  # (to float32 only when opening: none loaded)
-        rev = int(self._meta("rev"))
-        if rev != self.rev: self._catch_up(rev)
-        self.learner = self._meta("learner")
-    finally:
-        if outer: db.execute("COMMIT")
-    self._data_version = db.execute("PRAGMA data_version").fetchone()[0]
+    self._read()
+    self._data_version = self.db.execute("PRAGMA data_version").fetchone()[0]
     return self.learner
 
 @patch
@@ -351,7 +362,8 @@ def check(self: SQLiteBackend) -> int:
     if res != [("ok",)]: raise ValueError(f"path: {self.path / DB_NAME} failed the integrity check: {res[:5]}")
     bad = self.db.execute("SELECT COUNT(*) FROM memories WHERE length(embedding) NOT IN (?, ?)", (4 * self.dim, REF_SIZE)).fetchone()[0]
     if bad: raise ValueError(f"path: {bad} memories have embeddings of the wrong size")
-    self.vlog.matrix([b for b, in self.db.execute("SELECT embedding FROM memories WHERE length(embedding) = ?", (REF_SIZE,))])  # every reference resolves
+    refs = lambda: self.vlog.matrix([b for b, in self.db.execute("SELECT embedding FROM memories WHERE length(embedding) = ?", (REF_SIZE,))])
+    self._read(refs)  # every reference resolves, in the log the rows name
     return self.db.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #208981bc
@@ -576,7 +588,7 @@ def candidates(self: SQLiteBackend, q: np.ndarray, K: int, balanced: bool = Fals
 @patch
 def near_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = (), entities: list | None = None) -> tuple:
     "([(cosine, index row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item; given the items' `entities`, those of a named item only among the rows naming its group's (chapter 19's `entity_duplicates`)."
-    V = round_f16(V) if self.vlog.fmt == "f16" else np.asarray(V, np.float32)  # scored as the log keeps them: the same after a reopen
+    V = round_f16(V) if self.vlog.dtype == np.float16 else np.asarray(V, np.float32)  # scored as the log keeps them: the same after a reopen
     way = self._graph_duplicates if self._use_graph() else self.index.near_duplicates
     if entities is None: return way(kinds, V, thr, exclude)
     ix = self.index; base = ix.active[:ix.n].copy()
@@ -662,8 +674,10 @@ def _allowed_lexical(self: SQLiteBackend, text: str, K: int, allowed: np.ndarray
 @patch
 def dump_rows(self: SQLiteBackend) -> list:
     "Every memory row (any status) as a `MemoryRow`, oldest first."
-    got = self.db.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY seq").fetchall()
-    return [MemoryRow(*r[:-1], v.tobytes()) for r, v in zip(got, self.vlog.matrix([r[-1] for r in got]))]
+    def rows():
+        got = self.db.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY seq").fetchall()
+        return [MemoryRow(*r[:-1], v.tobytes()) for r, v in zip(got, self.vlog.matrix([r[-1] for r in got]))]
+    return self._read(rows)
 
 @patch
 def dump_audit(self: SQLiteBackend) -> list:
@@ -676,3 +690,17 @@ def dump_feedback(self: SQLiteBackend) -> list:
     cols = FEEDBACK_COLUMNS if self._replayable else FEEDBACK_COLUMNS.replace("candidates, vectors", "NULL, NULL")
     rows = self.db.execute(f"SELECT {cols} FROM feedback ORDER BY seq").fetchall()
     return [FeedbackEntry(s, at, q, json.loads(sl), json.loads(lab), ln, json.loads(c) if c else None, v) for s, at, q, sl, lab, ln, c, v in rows]
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #c0a1e5e2
+@patch
+def compact(self: SQLiteBackend) -> dict:
+    "Rewrite the vector log without the slots no row references (chapter 19a); returns the slots before and after and the bytes freed. Faults are named as a write's are."
+    if self.readonly or self.immutable: raise PermissionError(errno.EACCES, f"store: {self.path} is open read-only; compacting writes")
+    try: got = self.vlog.compact(self.db)
+    except (sqlite3.Error, OSError) as e:
+        named = name_fault(e, self.path, self.lock_timeout)
+        if named is None: raise
+        raise named from e
+    self.vlog = got["log"]
+    return {"slots_before": got["slots_before"], "slots_after": got["slots_after"],
+            "bytes_freed": (got["slots_before"] - got["slots_after"]) * self.vlog.width, "log": self.vlog.path.name}

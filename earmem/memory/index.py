@@ -321,6 +321,9 @@ def compact(self: VectorLog, db, chunk: int = 65536) -> dict:
         slots = np.frombuffer(b"".join(b for _, b in got), [("at", "u1"), ("slot", "<i8")])["slot"] if got else np.zeros(0, np.int64)
         before = cur.path.stat().st_size // cur.width if cur.path.exists() else 0
         log = cur._slots(int(slots.max()) + 1) if len(slots) else None   # a truncated log: named, nothing switched
+        stem, ext = LOG_FORMATS[cur.base][0].split(".")
+        for p in [*_log_files(folder, cur.base), *folder.glob(f".{stem}.*{ext}.*.tmp")]:   # under the lock: what killed compactions left
+            if p != cur.path: p.unlink(missing_ok=True)
         tmp = folder / f".{new.path.name}.{os.getpid()}.tmp"
         with open(tmp, "wb") as f:
             for i in range(0, len(slots), chunk): f.write(np.ascontiguousarray(log[slots[i:i + chunk]]).tobytes())
@@ -333,7 +336,5 @@ def compact(self: VectorLog, db, chunk: int = 65536) -> dict:
         if db.in_transaction: db.execute("ROLLBACK")
         if tmp is not None: tmp.unlink(missing_ok=True)
         raise
-    for p in _log_files(folder, cur.base):
-        if p != new.path: p.unlink(missing_ok=True)  # the old generation, and any a killed compaction left
-    for p in folder.glob(f".{LOG_FORMATS[cur.base][0].split('.')[0]}.*.tmp"): p.unlink(missing_ok=True)
+    cur.path.unlink(missing_ok=True)  # only the old generation: the lock is free again, and a newer compaction may be writing
     return {"log": new, "slots_before": int(before), "slots_after": len(slots)}

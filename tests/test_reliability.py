@@ -480,3 +480,41 @@ def test_many_processes(tmp_path):
     assert out["failed_calls"] == 0 and out["workers_crashed"] == 0 and out["memories_lost"] == 0 and out["feedback_lost"] == 0, out
     assert out["adders_complete"] and out["integrity_ok"] and out["learner_steps"] == out["feedback_rows"], out
     assert out["feedback_rows"] >= out["feedback_ok"] > 0, out      # a call killed in flight is skipped, not retried
+
+
+COMPACTOR = r"""
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from earmem.memory.consolidate import MemoryStore
+s, w, kept = MemoryStore(sys.argv[2], lock_timeout=60), int(sys.argv[3]), []
+for i in range(int(sys.argv[4])):
+    V = np.random.default_rng([w, i]).standard_normal((2, 32)).astype(np.float32)   # random directions: nothing merges
+    got = s.add_many([{"text": f"worker {w} keeps note {i}", "kind": "fact", "id": f"k{w}-{i}"},
+                      {"text": f"worker {w} drops note {i}", "kind": "fact", "id": f"d{w}-{i}"}], embeddings=V)
+    kept.append(got[0].id); s.delete(got[1].id)
+    if i % 2 == w % 2: s.compact()
+    else: s.search(f"note {i}", k=3)
+s.close(); print(json.dumps(kept))
+"""
+
+
+@pytest.mark.slow
+def test_concurrent_compactions_and_readers_lose_nothing(tmp_path):
+    "Three processes add, delete, compact and search one folder store at once: every kept memory is there, reads its own vector, and no erased one survives."
+    s = store(tmp_path); n0 = len(s); s.close()
+    calls = int(os.environ.get("EARMEM_COMPACT_CALLS", 30))
+    procs = [subprocess.Popen([sys.executable, "-c", COMPACTOR, str(ROOT), str(tmp_path / "s"), str(w), str(calls)], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(3)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [e[-2000:] for _, e in outs]
+    kept = [i for out, _ in outs for i in json.loads(out.strip().splitlines()[-1])]
+    from earmem.memory import MemoryStore as Store   # the store with every chapter's methods (compact: chapter 23d)
+    s = Store(tmp_path / "s"); ix = s._backend.index
+    assert all(i in s for i in kept) and len(s) == n0 + 3 * calls and s.check()["ok"]
+    V = np.stack([np.random.default_rng([int(i[1:].split("-")[0]), int(i.split("-")[1])]).standard_normal((2, 32))[0] for i in kept])
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    assert np.allclose(np.stack([ix.E[ix.pos[i]] for i in kept]), V, atol=1e-3)   # each reads its own vector
+    assert not any(f"d{w}-{i}" in s for w in range(3) for i in range(calls))
+    s.compact(); s.close()
+    assert sorted(p.name for p in (tmp_path / "s").glob("*vectors*f16*")) == [f"vectors.{s._backend.vlog.gen}.f16"]

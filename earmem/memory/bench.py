@@ -59,8 +59,8 @@ def _benchmark_one(folder: Path, n: int, dim: int, n_queries: int, batch: int, r
     Q = unit_rows(rng.standard_normal((n_queries, dim))).astype(np.float32)
     lat = {name: _search_latency(store, Q, name, kw, progress) for name, kw in [("plain", {}), ("kind filter", {"kinds": ["fact"]}), ("entity filter", {"entities": ["entity7"]})]}
     lat["hybrid text"] = _search_latency(store, zipf_texts(rng, n_queries, 6), "hybrid text", {}, progress)  # + hashing the query
+    store.close()  # the graph saved, as a user's process leaves it; then a reader opens it (a writer still open would leave the graph stale)
     t0 = time.perf_counter(); MemoryStore(folder, readonly=True).close(); t_open = time.perf_counter() - t0
-    store.close()
     return {"memories": n, "dim": dim, "add_per_s": round(n / t_add), "marginal_add_per_s": round(batch / t_marginal),
             "open_s": round(t_open, 2), "search": lat}
 

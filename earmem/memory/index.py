@@ -11,9 +11,9 @@ from fastcore.basics import patch
 from ..core import atomic_write_json
 
 # %% auto #0
-__all__ = ['INDEX_FILE', 'STAMP_FILE', 'SEQUENTIAL_ROWS', 'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG',
-           'VECTOR_LOG16', 'LOG_FORMATS', 'REF_SIZE', 'VectorIndex', 'read_stamp', 'save_vectors', 'restore_vectors',
-           'fsync_dir', 'round_f16', 'VectorLog', 'log_format']
+__all__ = ['INDEX_FILE', 'STAMP_FILE', 'SEQUENTIAL_ROWS', 'EF_PER_ROWS', 'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE',
+           'VECTOR_LOG', 'VECTOR_LOG16', 'LOG_FORMATS', 'REF_SIZE', 'VectorIndex', 'read_stamp', 'save_vectors',
+           'restore_vectors', 'fsync_dir', 'round_f16', 'VectorLog', 'log_format']
 
 # %% ../../nbs/memory/19a_index.ipynb #f0e09212
 INDEX_FILE = "vectors.usearch"  # the graph, in the store folder
@@ -65,6 +65,8 @@ def remove(self: VectorIndex, keys):
     if len(present): self.graph.remove(present)
 
 # %% ../../nbs/memory/19a_index.ipynb #1ab08c9e
+EF_PER_ROWS = 4096  # the candidate list grows by one per this many vectors in the graph (at 1M: 244)
+
 @patch
 def search(self: VectorIndex, q: np.ndarray, k: int, allowed=None, max_k: int = 4096, start: int = 0) -> np.ndarray | None:
     "Keys of the `k` nearest vectors to `q` (passing `allowed`, a keys → bool-array function; first asking `start`), nearest first; None when too few pass within `max_k`."
@@ -72,7 +74,7 @@ def search(self: VectorIndex, q: np.ndarray, k: int, allowed=None, max_k: int = 
     if n == 0 or k <= 0: return np.zeros(0, np.int64)
     want = min(n, max(k, min(start, max_k)))
     while True:
-        self.graph.expansion_search = max(self.ef, 2 * want)  # the candidate list: twice what is asked for
+        self.graph.expansion_search = max(self.ef, 2 * want, n // EF_PER_ROWS)  # the candidate list: twice what is asked for, more in a big graph
         keys = np.asarray(self.graph.search(np.asarray(q, np.float32), want, threads=1).keys, np.int64)
         if allowed is None: return keys[:k]
         keep = keys[allowed(keys)]

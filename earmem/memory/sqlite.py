@@ -106,6 +106,8 @@ def _pull(self: SQLiteBackend):
     if rev != self.rev: self._catch_up(rev)
     self.learner = self._meta("learner")
 
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #c0a1e5b1
 @patch
 def _read(self: SQLiteBackend, fn=None):
     "`_pull`, then `fn()`, in one read transaction (the caller's, when it holds one); read again, once, when the log was compacted after the snapshot began and its old file is gone."

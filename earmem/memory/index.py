@@ -307,9 +307,10 @@ def follow(self: VectorLog, db) -> VectorLog:
 
 # %% ../../nbs/memory/19a_index.ipynb #c0a1e5d2
 def _log_files(folder: Path, base: str) -> list:
-    "Every generation's file of the `base` log in `folder`."
+    "Every generation's file of the `base` log in `folder`, and the temporary files of its rewrites."
     stem, ext = LOG_FORMATS[base][0].split(".")
-    return [p for p in Path(folder).glob(f"{stem}.*{ext}") if p.name == f"{stem}.{ext}" or p.name[len(stem) + 1:-len(ext) - 1].isdigit()]
+    gens = [p for p in Path(folder).glob(f"{stem}.*{ext}") if p.name == f"{stem}.{ext}" or p.name[len(stem) + 1:-len(ext) - 1].isdigit()]
+    return gens + list(Path(folder).glob(f".{stem}.*{ext}.*.tmp"))
 
 @patch
 def compact(self: VectorLog, db, chunk: int = 65536) -> dict:
@@ -323,8 +324,7 @@ def compact(self: VectorLog, db, chunk: int = 65536) -> dict:
         slots = np.frombuffer(b"".join(b for _, b in got), [("at", "u1"), ("slot", "<i8")])["slot"] if got else np.zeros(0, np.int64)
         before = cur.path.stat().st_size // cur.width if cur.path.exists() else 0
         log = cur._slots(int(slots.max()) + 1) if len(slots) else None   # a truncated log: named, nothing switched
-        stem, ext = LOG_FORMATS[cur.base][0].split(".")
-        for p in [*_log_files(folder, cur.base), *folder.glob(f".{stem}.*{ext}.*.tmp")]:   # under the lock: what killed compactions left
+        for p in _log_files(folder, cur.base):   # under the lock: what killed compactions left
             if p != cur.path: p.unlink(missing_ok=True)
         tmp = folder / f".{new.path.name}.{os.getpid()}.tmp"
         with open(tmp, "wb") as f:

@@ -327,13 +327,13 @@ def _add_repair(sub):
 
 # %% ../nbs/cli/32_commands.ipynb #c0a1e5a1
 def _cmd_compact(a):
-    with _store_from_args(a) as s: out = s.compact()
+    with _store_from_args(a) as s: out = s.compact(force=a.force)
     _emit(a, out, "\n".join(f"{k}: {v}" for k, v in out.items()))
 
 def _add_compact(sub):
     _command(sub, "compact", "drop erased and replaced vectors from disk", "Rewrite the store's vector log with only the "
              "vectors its memories reference (after deletes, updates and encoder switches; PostgreSQL: nothing to do).",
-             _cmd_compact, "what was freed")
+             _cmd_compact, "what was freed").add_argument("--force", action="store_true", help="rewrite the log even when it holds nothing to free")
 
 # %% ../nbs/cli/32_commands.ipynb #7054d3a4
 def _cmd_rollback(a):

@@ -237,13 +237,15 @@ def stage_vectors(self: SQLiteBackend, vectors: dict) -> dict:
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #c0a1e5f2
 @patch
-def compact(self: MemoryStore) -> dict:
-    "Rewrite the embedded store's vector log without the vectors of erased and re-embedded memories (see above); returns what it freed. PostgreSQL: nothing to do."
+def compact(self: MemoryStore, force: bool = False) -> dict:
+    "Rewrite the embedded store's vector log without the vectors of erased and re-embedded memories (see above; when there are none only with `force`); returns what it freed. PostgreSQL: nothing to do."
     self._check_open()
     if self.readonly: raise PermissionError(f"store: {self.path} is read-only ({self.readonly_reason}); compacting writes")
     if not hasattr(self._backend, "compact"):
         return {"compacted": False, "why": "PostgreSQL reclaims deleted rows itself ((auto)vacuum)"}
-    with self._lock: return {"compacted": True, **self._backend.compact()}
+    with self._lock: out = self._backend.compact(force=force)
+    done = out.pop("rewritten")
+    return {"compacted": done, **({} if done else {"why": "nothing to free: the log holds only its memories' vectors"}), **out}
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #1eb328a1
 @patch

@@ -313,8 +313,8 @@ def _log_files(folder: Path, base: str) -> list:
     return gens + list(Path(folder).glob(f".{stem}.*{ext}.*.tmp"))
 
 @patch
-def compact(self: VectorLog, db, chunk: int = 65536) -> dict:
-    "Rewrite the log of the store of `db` with only its rows' slots, as the next generation (see above); returns {'log': the new log, 'slots_before', 'slots_after'}."
+def compact(self: VectorLog, db, chunk: int = 65536, force: bool = False) -> dict:
+    "Rewrite the log of the store of `db` with only its rows' slots, as the next generation (see above), unless it holds nothing else (`force`: rewrite anyway); returns {'log': the log now, 'slots_before', 'slots_after', 'rewritten'}."
     folder, tmp = self.path.parent, None
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -326,6 +326,8 @@ def compact(self: VectorLog, db, chunk: int = 65536) -> dict:
         log = cur._slots(int(slots.max()) + 1) if len(slots) else None   # a truncated log: named, nothing switched
         for p in _log_files(folder, cur.base):   # under the lock: what killed compactions left
             if p != cur.path: p.unlink(missing_ok=True)
+        if not force and before == len(slots) and np.array_equal(slots, np.arange(len(slots))):  # every slot live, in row order
+            db.execute("COMMIT"); return {"log": cur, "slots_before": int(before), "slots_after": len(slots), "rewritten": False}
         tmp = folder / f".{new.path.name}.{os.getpid()}.tmp"
         with open(tmp, "wb") as f:
             for i in range(0, len(slots), chunk): f.write(np.ascontiguousarray(log[slots[i:i + chunk]]).tobytes())
@@ -339,4 +341,4 @@ def compact(self: VectorLog, db, chunk: int = 65536) -> dict:
         if tmp is not None: tmp.unlink(missing_ok=True)
         raise
     cur.path.unlink(missing_ok=True)  # only the old generation: the lock is free again, and a newer compaction may be writing
-    return {"log": new, "slots_before": int(before), "slots_after": len(slots)}
+    return {"log": new, "slots_before": int(before), "slots_after": len(slots), "rewritten": True}

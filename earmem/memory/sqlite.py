@@ -695,14 +695,14 @@ def dump_feedback(self: SQLiteBackend) -> list:
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #c0a1e5e2
 @patch
-def compact(self: SQLiteBackend) -> dict:
-    "Rewrite the vector log without the slots no row references (chapter 19a); returns the slots before and after and the bytes freed. Faults are named as a write's are."
+def compact(self: SQLiteBackend, force: bool = False) -> dict:
+    "Rewrite the vector log without the slots no row references (chapter 19a; unless there are none, or `force`); returns whether it rewrote, the slots before and after and the bytes freed. Faults are named as a write's are."
     if self.readonly or self.immutable: raise PermissionError(errno.EACCES, f"store: {self.path} is open read-only; compacting writes")
-    try: got = self.vlog.compact(self.db)
+    try: got = self.vlog.compact(self.db, force=force)
     except (sqlite3.Error, OSError) as e:
         named = name_fault(e, self.path, self.lock_timeout)
         if named is None: raise
         raise named from e
     self.vlog = got["log"]
-    return {"slots_before": got["slots_before"], "slots_after": got["slots_after"],
+    return {"rewritten": got["rewritten"], "slots_before": got["slots_before"], "slots_after": got["slots_after"],
             "bytes_freed": (got["slots_before"] - got["slots_after"]) * self.vlog.width, "log": self.vlog.path.name}

@@ -11,7 +11,8 @@ from typing import Callable, Sequence
 from . import __version__
 from .core import BACKEND_ENV, atomic_write, check_positive_int
 from .ear.critic import PAPER_PRECISION, PAPER_RECALL, CitationSimulator
-from .commands import _fail, _guarded, add_memory_parser, run_memory_command, _add_data_parser, _add_serve_parser
+from .commands import _fail, _guarded, add_memory_parser, run_memory_command
+from .data_commands import _add_data_parser, _add_serve_parser
 
 # %% auto #0
 __all__ = ['run_reproduce', 'build_parser', 'main', 'memory_cli']

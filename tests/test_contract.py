@@ -323,7 +323,7 @@ def test_a_url_without_psycopg_says_what_to_install():
 @pytest.mark.parametrize("retriever", ["dense", "hybrid"])
 def test_migrate_round_trip_sqlite_postgres_sqlite(pg_url, tmp_path, retriever):
     "SQLite → PostgreSQL (the CLI) → SQLite (the function): the same search results, history, feedback log and learner."
-    from earmem.commands import migrate_store
+    from earmem.memory.migrate import migrate_store
     now = lambda: to_epoch("2026-03-20")
     cfg = StoreConfig(min_relevance=-1.0, checkpoint_every=2, retriever=retriever)
     src = Location("sqlite", tmp_path / "src").open(clock=now, config=cfg)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import earmem.experiments.data as data
-import earmem.commands as commands
+import earmem.data_commands as data_commands
 from earmem.experiments.data import (Benchmark, clean_evidence, find_data_file, load_locomo, load_longmemeval, parse_dialogue_ids,
                          parse_locomo_datetime)
 from earmem.toys import tiny_locomo, tiny_longmemeval
@@ -120,14 +120,14 @@ def test_download_when_missing(tmp_path, http_folder, monkeypatch):
 def test_download_data_verifies_and_is_atomic(tmp_path, http_folder):
     base, folder = http_folder
     pin = _serve_tiny(folder)
-    got = commands.download_data("locomo", tmp_path / "d", url=f"{base}/locomo10.json", sha256=pin, progress=False)
+    got = data_commands.download_data("locomo", tmp_path / "d", url=f"{base}/locomo10.json", sha256=pin, progress=False)
     assert got == {"name": "locomo", "path": str(tmp_path / "d" / "locomo" / "locomo10.json"), "action": "downloaded",
                    "verified": True}
     assert data.sha256_of(got["path"]) == pin
-    again = commands.download_data("locomo", tmp_path / "d", url=f"{base}/locomo10.json", sha256=pin, progress=False)
+    again = data_commands.download_data("locomo", tmp_path / "d", url=f"{base}/locomo10.json", sha256=pin, progress=False)
     assert again["action"] == "present" and again["verified"] is True
     with pytest.raises(ValueError, match="sha256: .* expected 0{64}"):
-        commands.download_data("locomo", tmp_path / "e", url=f"{base}/locomo10.json", sha256="0" * 64, progress=False)
+        data_commands.download_data("locomo", tmp_path / "e", url=f"{base}/locomo10.json", sha256="0" * 64, progress=False)
     assert not (tmp_path / "e").exists()                 # no partial or wrong file left behind, nor a folder made for it
 
 
@@ -145,10 +145,10 @@ def test_download_longmemeval_checks_the_structure(tmp_path, http_folder):
     base, folder = http_folder
     (folder / "longmemeval_s").write_text(json.dumps(tiny_longmemeval()))
     _serve_tiny(folder)
-    got = commands.download_data("longmemeval", tmp_path, url=f"{base}/longmemeval_s", progress=False)
+    got = data_commands.download_data("longmemeval", tmp_path, url=f"{base}/longmemeval_s", progress=False)
     assert got["verified"] is None and load_longmemeval(tmp_path).stats()["queries"] == 3
     with pytest.raises(ValueError, match="not in the LongMemEval format"):
-        commands.download_data("longmemeval", tmp_path / "b", url=f"{base}/locomo10.json", progress=False)
+        data_commands.download_data("longmemeval", tmp_path / "b", url=f"{base}/locomo10.json", progress=False)
 
 
 def test_offline_is_one_sentence(tmp_path, http_folder):
@@ -158,36 +158,36 @@ def test_offline_is_one_sentence(tmp_path, http_folder):
     port = s.getsockname()[1]
     s.close()                                                              # nothing listens there now
     with pytest.raises(data.DownloadError) as e:
-        commands.download_data("locomo", tmp_path, url=f"http://127.0.0.1:{port}/locomo10.json", progress=False, timeout=5)
+        data_commands.download_data("locomo", tmp_path, url=f"http://127.0.0.1:{port}/locomo10.json", progress=False, timeout=5)
     msg = str(e.value)
     assert msg.startswith(f"url: cannot reach http://127.0.0.1:{port}/locomo10.json") and "offline" in msg and "\n" not in msg
     base, _ = http_folder
     with pytest.raises(data.DownloadError, match="HTTP 404"):
-        commands.download_data("locomo", tmp_path, url=f"{base}/nothing.json", progress=False)
+        data_commands.download_data("locomo", tmp_path, url=f"{base}/nothing.json", progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["srv"]
 
 
 def test_official_sources():
-    assert commands.DATA_SOURCES["locomo"].url == "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json"
-    assert commands.DATA_SOURCES["longmemeval"].url == \
+    assert data_commands.DATA_SOURCES["locomo"].url == "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json"
+    assert data_commands.DATA_SOURCES["longmemeval"].url == \
         "https://huggingface.co/datasets/xiaowu0162/longmemeval/resolve/main/longmemeval_s"
-    assert commands.DATA_SOURCES["locomo"].names[0] == "locomo/locomo10.json"
+    assert data_commands.DATA_SOURCES["locomo"].names[0] == "locomo/locomo10.json"
     with pytest.raises(ValueError, match="name: unknown benchmark 'mmlu'"):
-        commands.download_data("mmlu")
+        data_commands.download_data("mmlu")
 
 
 def test_data_report(locomo_dir, monkeypatch, tmp_path):
-    rep = commands.data_report(locomo_dir)
+    rep = data_commands.data_report(locomo_dir)
     assert rep["root"] == str(locomo_dir) and rep["origin"] == "the path argument"
     lo = rep["benchmarks"]["locomo"]
     assert lo["found"] == str(locomo_dir / "locomo" / "locomo10.json") and lo["verified"] is False and lo["bytes"] > 0
     assert rep["benchmarks"]["longmemeval"]["found"] is None
     assert rep["benchmarks"]["longmemeval"]["looked"][0] == str(locomo_dir / "longmemeval" / "longmemeval_s.json")
     monkeypatch.setenv("EARMEM_DATA", str(tmp_path))
-    assert commands.data_report()["origin"] == "$EARMEM_DATA"
+    assert data_commands.data_report()["origin"] == "$EARMEM_DATA"
     monkeypatch.delenv("EARMEM_DATA")
     monkeypatch.setenv("EARMEM_CACHE", str(tmp_path / "cache"))
-    rep = commands.data_report()
+    rep = data_commands.data_report()
     assert rep["root"] == str(tmp_path / "cache" / "data") and rep["origin"].startswith("the default data folder")
 
 

@@ -77,7 +77,7 @@ def test_read_only_file_system_is_named_read_only(tmp_path):
     with MemoryStore(tmp_path / "s", encoder=HashingEncoder(32), readonly=True) as r: assert len(r) == 1
 
 def test_migrate_keeps_the_encoder_fingerprint(tmp_path):
-    from earmem.commands import migrate_store
+    from earmem.memory.migrate import migrate_store
     with MemoryStore(tmp_path / "a", encoder=HashingEncoder(32)) as a: a.add("Dana picked Postgres", "decision"); probe = a.manifest["probe"]
     migrate_store(tmp_path / "a", tmp_path / "b")
     with MemoryStore(tmp_path / "b") as b: assert b.manifest["probe"] == probe and probe

@@ -528,7 +528,7 @@ def _cmd_consolidate(a):
     with _store_from_args(a) as s:
         if a.revert: out = s.revert_encoder(progress=not a.json)
         elif a.if_new is not None: out = s.maybe_consolidate(a.if_new, progress=not a.json) or {"consolidated": False, "reason": f"fewer than {a.if_new} new feedback rows"}
-        else: out = s.consolidate(dry_run=a.dry_run, epochs=a.epochs, progress=not a.json)
+        else: out = s.consolidate(dry_run=a.dry_run, progress=not a.json, **({} if a.epochs is None else {"epochs": a.epochs}))
     _emit(a, out, "\n".join(f"{k}: {v}" for k, v in out.items()))
 
 def _add_consolidate(sub):
@@ -538,7 +538,7 @@ def _add_consolidate(sub):
     sp.add_argument("--dry-run", action="store_true", help="print the measured cost estimate; change nothing")
     sp.add_argument("--revert", action="store_true", help="go back to the base encoder (re-embeds every memory)")
     sp.add_argument("--if-new", type=int, default=None, metavar="N", help="consolidate only when N feedback rows arrived since the last time")
-    sp.add_argument("--epochs", type=int, default=1, help="passes over the triples (default 1)")
+    sp.add_argument("--epochs", type=int, help="passes over the triples (default: the store's CONSOLIDATION_EPOCHS, 2, chosen on dev)")
 
 _memory_parser_before_consolidate = add_memory_parser
 

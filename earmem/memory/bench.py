@@ -270,7 +270,7 @@ class _StoreEngine:
 
 # %% ../../nbs/memory/26_bench.ipynb #1ec8a0b6
 class _UsearchEngine:
-    "usearch raw: the store's graph library with the store's settings (int8, M 16), memory-mapped on reopen."
+    "usearch raw: the store's graph library with the store's settings (int8, chapter 19a's `CONNECTIVITY` and `EXPANSION_ADD`), memory-mapped on reopen."
     name = "usearch (raw)"
     def __init__(self, folder: Path, dim: int): self.folder, self.dim = folder, dim
     def build(self, E):

@@ -19,9 +19,9 @@ from .store import MemoryStore, fingerprint_problem, probe_fingerprint, PROBE_TE
 import earmem.memory.chat, earmem.memory.trust  # every chapter that files methods on MemoryStore: importing this one loads them all
 
 # %% auto #0
-__all__ = ['THREADS_ENV', 'ENCODERS_DIR', 'STORE_PREFIX', 'ENCODER_FIELDS', 'STAGING_MODULES', 'feedback_triples',
-           'length_batches', 'train_steps', 'train_encoder', 'consolidation_threads', 'torch_threads', 'encoder_at',
-           'consolidate_shared']
+__all__ = ['CONSOLIDATION_EPOCHS', 'THREADS_ENV', 'ENCODERS_DIR', 'STORE_PREFIX', 'ENCODER_FIELDS', 'STAGING_MODULES',
+           'feedback_triples', 'length_batches', 'train_steps', 'train_encoder', 'consolidation_threads',
+           'torch_threads', 'encoder_at', 'consolidate_shared']
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #10ef1247
 def feedback_triples(rows: Sequence, text_of: dict, negatives: int = 1) -> tuple:
@@ -53,7 +53,9 @@ def _mnrl(model):
     except ImportError: from sentence_transformers.losses import MultipleNegativesRankingLoss
     return MultipleNegativesRankingLoss(model)
 
-def train_steps(model, triples: Sequence[tuple], epochs: int = 1, batch_size: int = 32, lr: float = 1e-4, seed: int = 0,
+CONSOLIDATION_EPOCHS = 2  # passes over the triples (chosen on LoCoMo dev through the store: 1 → 2 lifted consolidated dev R@5 by 2.2 / 2.3 points)
+
+def train_steps(model, triples: Sequence[tuple], epochs: int = CONSOLIDATION_EPOCHS, batch_size: int = 32, lr: float = 1e-4, seed: int = 0,
                 progress: bool = True) -> list:
     "Fine-tune the sentence-transformers `model` in place on `triples` with the in-batch contrastive loss; the loss of each step."
     import torch
@@ -76,7 +78,7 @@ def train_steps(model, triples: Sequence[tuple], epochs: int = 1, batch_size: in
     return losses
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #78b9cc31
-def train_encoder(base: str | Path, triples: Sequence[tuple], out: str | Path, epochs: int = 1, batch_size: int = 32,
+def train_encoder(base: str | Path, triples: Sequence[tuple], out: str | Path, epochs: int = CONSOLIDATION_EPOCHS, batch_size: int = 32,
                   lr: float = 1e-4, max_seq_length: int = 128, seed: int = 0, progress: bool = True) -> dict:
     "Fine-tune a copy of the sentence-transformers model folder `base` on `triples`; saved (safetensors) to `out` atomically. Returns losses and seconds."
     from sentence_transformers import SentenceTransformer
@@ -332,7 +334,7 @@ def _estimate(self: MemoryStore, plan: dict, sample: int = 64) -> dict:
 @patch
 def consolidate(self: MemoryStore,
                 dry_run: bool = False,  # only measure and estimate the cost; nothing is changed
-                epochs: int = 1, batch_size: int = 32, max_seq_length: int = 128, negatives: int = 1,  # hard negatives per cited hit
+                epochs: int = CONSOLIDATION_EPOCHS, batch_size: int = 32, max_seq_length: int = 128, negatives: int = 1,  # hard negatives per cited hit
                 progress: bool = True, min_triples: int = 1) -> dict:
     "Fine-tune a copy of the base encoder on the feedback log's triples, re-embed every memory, switch the store to it in one commit."
     self._check_open(); self._refuse_url("consolidate")
@@ -401,7 +403,7 @@ def maybe_consolidate(self: MemoryStore, min_new_rows: int = 200, **kwargs) -> d
 
 # %% ../../nbs/memory/23d_consolidate.ipynb #2cafed93
 def consolidate_shared(stores: Sequence[MemoryStore], folder: str | Path, targets: Sequence[MemoryStore] | None = None,
-                       epochs: int = 1, batch_size: int = 32, max_seq_length: int = 128, negatives: int = 1, progress: bool = True) -> dict:
+                       epochs: int = CONSOLIDATION_EPOCHS, batch_size: int = 32, max_seq_length: int = 128, negatives: int = 1, progress: bool = True) -> dict:
     "Fine-tune one model on the feedback logs of `stores`, save it in `folder`, switch `targets` (default: `stores`) to it."
     plans = [s._plan(epochs, batch_size, max_seq_length, negatives) for s in stores]
     bases = {s._base_id() for s in stores} | {s._base_id() for s in targets or ()}

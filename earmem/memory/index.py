@@ -11,17 +11,20 @@ from fastcore.basics import patch
 from ..core import atomic_write_json
 
 # %% auto #0
-__all__ = ['INDEX_FILE', 'STAMP_FILE', 'SEQUENTIAL_ROWS', 'EF_PER_ROWS', 'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE',
-           'VECTOR_LOG', 'VECTOR_LOG16', 'LOG_FORMATS', 'REF_SIZE', 'VectorIndex', 'read_stamp', 'save_vectors',
-           'restore_vectors', 'fsync_dir', 'round_f16', 'VectorLog', 'log_format']
+__all__ = ['INDEX_FILE', 'STAMP_FILE', 'CONNECTIVITY', 'EXPANSION_ADD', 'SEQUENTIAL_ROWS', 'EF_PER_ROWS', 'MIRROR_FILE',
+           'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'VECTOR_LOG16', 'LOG_FORMATS', 'REF_SIZE',
+           'VectorIndex', 'read_stamp', 'save_vectors', 'restore_vectors', 'fsync_dir', 'round_f16', 'VectorLog',
+           'log_format']
 
 # %% ../../nbs/memory/19a_index.ipynb #f0e09212
 INDEX_FILE = "vectors.usearch"  # the graph, in the store folder
 STAMP_FILE = "vectors.usearch.json"  # what the graph reflects: revision, vector count, file size, dimension, scalar type
 
+CONNECTIVITY, EXPANSION_ADD = 32, 80  # links per vector and the candidate list while one is linked in (chosen at 1M, below)
+
 class VectorIndex:
     "An HNSW graph (usearch, inner product) over int64 keys and unit vectors; memory-mapped when opened with `view`."
-    def __init__(self, dim: int, dtype: str = "i8", connectivity: int = 16, expansion_add: int = 64, expansion_search: int = 64):
+    def __init__(self, dim: int, dtype: str = "i8", connectivity: int = CONNECTIVITY, expansion_add: int = EXPANSION_ADD, expansion_search: int = 64):
         from usearch.index import Index
         if not isinstance(dim, int) or dim < 1: raise ValueError(f"dim: expected a positive int, got {dim!r}")
         self.dim, self.dtype, self.path, self.ef = dim, dtype, None, expansion_search

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/memory/26_bench.ipynb #33f416fc
 from __future__ import annotations
-import json, os, re, shutil, tempfile, time
+import json, os, re, shutil, sys, tempfile, time
 from pathlib import Path
 from typing import Sequence
 import numpy as np
@@ -355,7 +355,7 @@ def _build_all(engines: dict, E: np.ndarray, rec: dict, progress: bool):
         t0 = time.perf_counter(); e.reopen(); e.search(E[0], 10); t_open = time.perf_counter() - t0
         rec["engines"][name] = {"inserts_per_s": round(len(E) / t_build), "inserts_per_cpu_s": round(len(E) / max(c_build, 1e-9)), "open_s": round(t_open, 3),
                                 "bytes_per_memory": round(e.bytes() / len(E))}
-        if progress: print(f"  {name}: built {len(E):,} in {t_build:.1f} s, open {t_open:.2f} s", flush=True)
+        if progress: print(f"  {name}: built {len(E):,} in {t_build:.1f} s, open {t_open:.2f} s", file=sys.stderr, flush=True)   # stdout stays the table (or the JSON)
 
 def _interleaved(engines: dict, Q: np.ndarray, truth: np.ndarray, k: int, rec: dict, progress: bool):
     "Each query to every engine in turn (plus the store's whole search); p50/p95 and recall@10 into rec['engines']."

@@ -4,7 +4,7 @@
 
 # %% ../nbs/cli/32_commands.ipynb #40692dc8
 from __future__ import annotations
-import argparse, json, os, re, sqlite3, sys
+import argparse, importlib, json, os, re, sqlite3, sys, warnings
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Callable
@@ -455,6 +455,16 @@ def _add_import(sub):
     sp = _command(sub, "import", "read memories from a JSON Lines export", "Add the memories of an `export` file "
                   "(ids already present are skipped; withdrawn ones stay withdrawn).", _cmd_import, "the counts")
     sp.add_argument("path", help="a .jsonl file written by `earmem memory export`")
+
+# %% ../nbs/cli/32_commands.ipynb #b5e0d011
+_MOVED_NAMES = {**dict.fromkeys(("download_data", "data_report", "DATA_SOURCES", "DataSource"), "earmem.data_commands"),
+                "migrate_store": "earmem.memory.migrate"}   # moved in 0.3.2; the old names go in 0.4
+
+def __getattr__(name: str):
+    "A name that moved (`_MOVED_NAMES`), from its new module, with a DeprecationWarning (PEP 562)."
+    if name not in _MOVED_NAMES: raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(f"earmem.commands.{name} moved to {_MOVED_NAMES[name]}.{name}; the old name goes in 0.4", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(_MOVED_NAMES[name]), name)
 
 # %% ../nbs/cli/32_commands.ipynb #c4ecaecb
 def _cmd_migrate(a):

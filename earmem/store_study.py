@@ -230,7 +230,7 @@ def consolidated_study(levels: Sequence[str] = STUDY_LEVELS, seeds: int = 1, ben
         runs = [consolidated_run(bench, encoder, split, s, STUDY_CONFIG, 5, shared=level == "conversation", progress=progress,
                                 pooled=pooled) for s in range(seeds)]
         out[level] = {"runs": runs}
-    return {"benchmark": "locomo", "seeds": seeds, "encoder": encoder.model_id, "levels": out, "table": format_consolidated(out)}
+    return {"benchmark": bench.name, "seeds": seeds, "encoder": encoder.model_id, "levels": out, "table": format_consolidated(out)}
 
 def format_consolidated(levels: dict) -> str:
     "Frozen / online / consolidated Recall@5 / Hit@5 per level and part (mean over the seeds), then the costs."

@@ -184,7 +184,7 @@ def _cmd_bench(a):
 def _add_bench(sub):
     sp = _command(sub, "bench", "benchmark add throughput and search latency", "Synthetic random-embedding stores of "
                   "the given sizes (encoding excluded). sqlite prints JSON; postgres (a throwaway embedded server unless "
-                  "--url) prints a table, or JSON with --json.", _cmd_bench, "the measurements as JSON", store=False)
+                  "--url) prints a table, or JSON with --json.", _cmd_bench, "the measurements", store=False)
     sp.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite", help="which backend to measure (default sqlite)")
     sp.add_argument("--url", help="postgres: an existing server (postgresql://…); default: a throwaway embedded one")
     sp.add_argument("--clusters", type=int, default=1000, help="postgres: vectors around this many centres (0 = uniform; default 1000)")

@@ -14,6 +14,7 @@ from ..core import atomic_write_json
 import numpy as np
 from .hygiene import KIND_CODES
 from .index import REF_SIZE, VectorIndex, VectorLog, restore_vectors, round_f16
+from .columns import live_rows, read_columns_stamp, restore_columns, save_columns
 from .vectors import one_blas_thread, COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
 from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS, FTS_SCHEMA, KEEP_CHECKPOINTS, LEARNER_DIR,
     MANIFEST_NAME, RECORD_COLUMNS, SCHEMA, SCHEMA_VERSION, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
@@ -28,11 +29,14 @@ class SQLiteBackend:
     lexical_budget = LEXICAL_BUDGET  # memories one full-text query may rank (chapter 19)
     approx_min_rows = 20_000  # active memories from which searches and dedupe go through the graph (None: always exact)
     prefilter_rows = 20_000   # a filter passing at most this many rows is answered by an exact scan of them
+    columns_min_rows = 20_000 # live memories from which a writer saves the mirror's columns at close (chapter 19b; None: never)
+    columns_lag = 10_000      # rows changed since the saved columns beyond which closing saves them again
     def __init__(self, path: Path, dim: int, readonly: bool = False, lock_timeout: float = 10.0, immutable: bool = False):
         self.path, self.dim, self.readonly, self.lock_timeout, self.immutable = Path(path), dim, readonly, lock_timeout, immutable
         self.db, self.index, self.rev, self.learner = None, _Index(dim), 0, ""
         self.vlog = VectorLog(self.path, dim)  # the one copy of the vectors on disk (chapter 19a)
         self.ann, self._seq, self._pending = None, np.zeros(0, np.int64), set()  # the graph, seq of each mirror row, rows it lacks
+        self._columns = None  # (revision, vector log) of the saved columns the mirror was opened from or last saved
         db_path = self.path / DB_NAME
         if not db_path.is_file():
             raise ValueError(f"path: {self.path} has a manifest but no {DB_NAME}; the store is corrupted (nothing was changed)")
@@ -50,7 +54,8 @@ class SQLiteBackend:
         if self.db is None: return
         try:
             if self.ann is not None: self.save_index()
-        except OSError: pass  # the graph is a cache: the next open catches it up or rebuilds it
+            self.save_columns()
+        except (OSError, sqlite3.Error): pass  # the graph and the columns are caches: the next open catches them up, or reads every row
         finally: self.db.close(); self.db = None
 
     def _meta(self, key: str) -> str: return self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()[0]
@@ -81,11 +86,55 @@ def _load_all(self: SQLiteBackend, rev: int) -> list:
     if later: ix.E[self._rows_of([s for s, _ in later])] = self.vlog.matrix([v for _, v in later])
     return got
 
+# %% ../../nbs/memory/20a_sqlite.ipynb #d7d450c8
+@patch
+def _open_columns(self: SQLiteBackend, rev: int) -> bool:
+    "Fill the empty mirror from the saved columns (chapter 19b) when they can be trusted at revision `rev`; `self.rev` becomes theirs (the caller catches up from there)."
+    if self.columns_min_rows is None: return False
+    cols, stamp = restore_columns(self.path, self.dim, rev, self.vlog.fmt)
+    if cols is None: return False
+    try: E = self.vlog.rows(cols["slot"])
+    except (OSError, ValueError): return False  # a log shorter than the columns say: read every row instead
+    self.index.load_columns(cols, E)
+    self._seq, self.rev, self._columns = np.array(cols["seq"], np.int64), stamp["rev"], (stamp["rev"], stamp["log"])
+    return True
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #1418e141
+@patch
+def _columns_due(self: SQLiteBackend) -> bool:
+    "Whether closing should save the columns: a big enough store whose columns are missing, behind by `columns_lag` rows, or from before a rewrite of the log."
+    if len(self.index.pos) < self.columns_min_rows: return False
+    if self._columns is None or self._columns[1] != self.vlog.fmt: return True
+    (since,) = self.db.execute("SELECT (SELECT count(*) FROM memories WHERE rev > ?1) + (SELECT count(*) FROM tombstones WHERE rev > ?1)",
+                               (self._columns[0],)).fetchone()
+    return since >= self.columns_lag
+
+# %% ../../nbs/memory/20a_sqlite.ipynb #153460cc
+@patch
+def save_columns(self: SQLiteBackend, force: bool = False) -> dict | None:
+    "Save the mirror's columns when due (`_columns_due`; `force`: whenever this backend may write); the stamp, or None when not saved."
+    if self.readonly or self.immutable or self.columns_min_rows is None or self.db is None: return None
+    def snapshot():
+        ix = self.index
+        if not force and not self._columns_due(): return None
+        if self.db.execute("SELECT 1 FROM memories WHERE length(embedding) != ? LIMIT 1", (REF_SIZE,)).fetchone(): return None  # inline vectors (an older store)
+        got = self.db.execute("SELECT seq, embedding FROM memories ORDER BY seq").fetchall()
+        seq, refs = (np.array([s for s, _ in got], np.int64), b"".join(b for _, b in got)) if got else (np.zeros(0, np.int64), b"")
+        if not np.array_equal(self._rows_of(seq), np.flatnonzero(live_rows(ix))): return None  # never save a mirror that is not the table
+        for stale in self.path.glob(".columns.bin.*.tmp"):  # what a killed save left
+            if not _pid_alive(int(stale.name.split(".")[-2])): stale.unlink(missing_ok=True)
+        try: stamp = save_columns(self.path, ix, seq, np.frombuffer(refs, [("at", "u1"), ("slot", "<i8")])["slot"], self.rev, self.vlog.fmt)
+        except ValueError: return None  # an id with a line break (a store from outside the door): this store opens by reading its rows
+        self._columns = (stamp["rev"], stamp["log"])
+        return stamp
+    return self._read(snapshot)
+
 # %% ../../nbs/memory/20a_sqlite.ipynb #628383b0
 @patch
 def _catch_up(self: SQLiteBackend, rev: int):
     "Apply tombstones and rows changed after the last seen rev (a full load when the index is empty)."
     db, ix = self.db, self.index
+    if ix.n == 0 and self.rev == 0: self._open_columns(rev)  # the saved columns at their revision; the rows after it below
     for (mid,) in db.execute("SELECT id FROM tombstones WHERE rev > ?", (self.rev,)): ix.remove(mid)
     # a full load follows insertion order; later catch-ups follow (rev, seq), which is the same order for new rows
     if ix.n == 0:
@@ -137,7 +186,7 @@ def _track(self: SQLiteBackend, seq: int, r: tuple):
     "Upsert row `r` (key `seq`) into the mirror; a new row or a changed vector becomes pending for the graph."
     ix = self.index
     p = ix.pos.get(r[0])
-    same = p is not None and ix.E[p].tobytes() == r[-1]
+    same = p is not None and np.array_equal(ix.E[p], np.frombuffer(r[-1], np.float32))  # the mirror may hold float16 (chapter 19b)
     p = ix.upsert(r)
     if p >= len(self._seq): self._seq = np.concatenate([self._seq, np.zeros(max(256, len(self._seq)), np.int64)])
     self._seq[p] = seq  # seqs only grow (AUTOINCREMENT, one writer at a time): the mirror's seqs stay sorted
@@ -147,6 +196,8 @@ def _track(self: SQLiteBackend, seq: int, r: tuple):
 def _track_many(self: SQLiteBackend, got: list, V: np.ndarray):
     "`_track` every row of `got` (seq, then `COLUMNS`; vectors: the rows of `V`), in order: new memories appended in one go."
     ix = self.index
+    for r in got:  # an id deleted and added again meanwhile (its tombstone went with it): a new row, not the old one changed
+        if (p := ix.pos.get(r[1])) is not None and self._seq[p] != r[0]: ix.remove(r[1]); self._pending.discard(p)
     new = np.fromiter((r[1] not in ix.pos for r in got), bool, len(got))
     for r, v in zip([r for r, f in zip(got, new) if not f], V[~new]): self._track(r[0], (*r[1:-1], v.tobytes()))
     if not new.any(): return

@@ -573,7 +573,7 @@ def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray
     ix = self._backend.index
     mems = [Memory(ix.ids[r], ix.texts[r], STORES[ix.store[r]], KIND_NAMES[ix.kind[r]]) for r in rows]
     scores, base = (cosines, None) if fused is None else (fused, np.asarray(fused, np.float64))
-    return Candidates(Query(f"search:{text[:40]}", text), q, mems, ix.E[rows].copy(), np.asarray(scores, np.float32),
+    return Candidates(Query(f"search:{text[:40]}", text), q, mems, np.array(ix.E[rows], np.float32), np.asarray(scores, np.float32),
                       base, 1.0)
 
 # %% ../../nbs/memory/23_store.ipynb #71a80a9b
@@ -676,7 +676,7 @@ def search(self: MemoryStore,
         order = keep[np.lexsort((keep, -score[keep]))][:k]
         hits = [self._hit(rows[j], rank, score[j], rel[j], rec[j], cosines[j]) for rank, j in enumerate(order, 1)]
         hit_rows = rows[order]
-        conflicts = agent.mark_conflicts(hits, ix.E[hit_rows], list(zip(ix.created[hit_rows], hit_rows)), self.config)
+        conflicts = agent.mark_conflicts(hits, np.asarray(ix.E[hit_rows], np.float32), list(zip(ix.created[hit_rows], hit_rows)), self.config)
         if touch and hits and not self.readonly: self._touch([h.id for h in hits], now)
     return Hits(hits, text, conflicts, cands, order, self._token)
 

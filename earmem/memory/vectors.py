@@ -4,9 +4,9 @@
 
 # %% ../../nbs/memory/19_vectors.ipynb #fc3d4c40
 from __future__ import annotations
-import json, sys
+import json, sys, threading
 from collections import namedtuple
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, fields
 from typing import Callable
 import numpy as np
@@ -15,9 +15,10 @@ from ..core import lexical_tokens, zscore
 from .hygiene import KIND_CODES, MAX_DEPTH, MAX_METADATA_CHARS, STORES, check_entities, check_kind, iso, json_depth, to_epoch
 
 # %% auto #0
-__all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'APPROX_EPS', 'LEXICAL_BUDGET', 'ENTITY_SCAN_ROWS',
-           'item_row', 'one_blas_thread', 'check_metadata_filter', 'metadata_matches', 'SearchFilter', 'top_rows',
-           'top_refined', 'store_quota', 'lexical_words', 'fuse_scores', 'fused_top', 'within_budget']
+__all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'SMALL_SCAN', 'APPROX_EPS', 'LEXICAL_BUDGET',
+           'ENTITY_SCAN_ROWS', 'item_row', 'one_blas_thread', 'check_metadata_filter', 'metadata_matches',
+           'SearchFilter', 'top_rows', 'top_refined', 'store_quota', 'lexical_words', 'fuse_scores', 'fused_top',
+           'within_budget']
 
 # %% ../../nbs/memory/19_vectors.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
@@ -32,11 +33,19 @@ def item_row(f: dict) -> MemoryRow:
                      f["vec"].astype(np.float32).tobytes())
 
 # %% ../../nbs/memory/19_vectors.ipynb #96f0a7d5
-_BLAS = []
+_BLAS, _INSIDE = [], threading.local()
 
 @contextmanager
 def one_blas_thread():
-    "Run numpy's BLAS and torch on one thread inside the block (restored after)."
+    "Run numpy's BLAS and torch on one thread inside the block (restored after); a block inside another costs nothing."
+    if getattr(_INSIDE, "on", False): yield; return
+    _INSIDE.on = True
+    try:
+        with _one_blas_thread(): yield
+    finally: _INSIDE.on = False
+
+@contextmanager
+def _one_blas_thread():
     if not _BLAS:
         try:
             from threadpoolctl import ThreadpoolController
@@ -74,10 +83,16 @@ class _Index:
 @patch
 def _grow(self: _Index):
     "Double the capacity of the matrix and the row arrays."
-    cap = 2 * len(self.E)
-    E = np.zeros((cap, self.dim), np.float32); E[:self.n] = self.E[:self.n]; self.E = E
+    cap = max(256, 2 * len(self.E))
+    E = np.zeros((cap, self.dim), self.E.dtype); E[:self.n] = self.E[:self.n]; self.E = E  # float16 stays float16 (chapter 19b)
     for k, t in self.ARRAYS.items():
         a = np.zeros(cap, t); a[:self.n] = getattr(self, k)[:self.n]; setattr(self, k, a)
+
+@patch
+def full(self: _Index) -> np.ndarray:
+    "The vectors as float32 (converted once, in place, when they were mapped as float16 from the vector log, chapter 19b)."
+    if self.E.dtype != np.float32: self.E, self._bf16 = self.E.astype(np.float32), None
+    return self.E
 
 @patch
 def _index_entities(self: _Index, p: int, add: bool = True):
@@ -290,6 +305,7 @@ def mask(self: _Index, flt: SearchFilter | None = None) -> np.ndarray:
 
 # %% ../../nbs/memory/19_vectors.ipynb #f49d1775
 APPROX_MIN_ROWS = 20_000  # scans at least this big use the bfloat16 shortlist
+SMALL_SCAN = 4096  # scans up to this size gather their rows and score only them
 APPROX_EPS = 0.02  # bound on |bfloat16 score − float32 score| for unit vectors (theory: ≤ 2⁻⁷ + 2⁻⁸ ≈ 0.012)
 
 @patch
@@ -329,13 +345,21 @@ def top_refined(approx: np.ndarray, E: np.ndarray, q: np.ndarray, rows: np.ndarr
 def _scan(self: _Index, q: np.ndarray, allowed: np.ndarray) -> Callable:
     "A function (rows, K) → (top rows, cosines) over the allowed rows, through the cheapest exact scan."
     n = self.n
+    if len(allowed) <= SMALL_SCAN:  # a short list: score only its rows, no full-length score array, no thread switch
+        A = np.asarray(allowed, np.int64)
+        if len(A) > 1 and (A[1:] < A[:-1]).any(): A = np.sort(A)
+        s = np.asarray(self.E[A] @ np.asarray(q, np.float32), np.float32)
+        def top(r, K):
+            t = top_rows(s, np.searchsorted(A, r), K)  # positions in A: ties still go to the lower row
+            return A[t], s[t]
+        return top
     if len(allowed) >= APPROX_MIN_ROWS and len(allowed) >= n // 4:  # big scan: bf16 shortlist, exact rescoring
         approx = self.approx_scores(q)
         return lambda r, K: top_refined(approx, self.E, q, r, K, APPROX_EPS)
     frozen = np.zeros(n, np.float32)
     if len(allowed) < n // 4:  # selective filters: score only the rows that pass
         with one_blas_thread(): frozen[allowed] = self.E[allowed] @ q
-    else: frozen = _matvec(self.E[:n], q)
+    else: frozen = _matvec(self.full()[:n], q)
     return lambda r, K: ((t := top_rows(frozen, r, K)), frozen[t])
 
 # %% ../../nbs/memory/19_vectors.ipynb #e57fae98
@@ -349,7 +373,7 @@ def store_quota(sizes: list, K: int) -> list:
 def candidates(self: _Index, q: np.ndarray, rows: np.ndarray, K: int, balanced: bool) -> tuple:
     "Top-K of `rows` by frozen cosine (Eq. 1); balanced: K/2 per store, topped up from the other (EAR §5)."
     top = self._scan(q, rows)
-    with one_blas_thread():
+    with one_blas_thread() if len(rows) > SMALL_SCAN else nullcontext():
         if not balanced or len(rows) <= K: return top(rows, K)
         st = self.store[rows]
         per = [rows[st == s] for s in range(len(STORES))]
@@ -413,7 +437,7 @@ def _stored_duplicates(self: _Index, kinds: list, V: np.ndarray, thr: float, bas
         rows = np.flatnonzero(valid)
         if not len(rows): continue
         gather = len(rows) < n // 2  # few rows of this kind: a gathered copy; many: the whole matrix, then mask
-        Ek = self.E[rows] if gather else self.E[:n]
+        Ek = self.E[rows] if gather else self.full()[:n]
         for c0 in range(0, len(idxs), 128):
             sub = idxs[c0:c0 + 128]
             for a, b, v in _pairs_above(V[sub] @ Ek.T, thr):

@@ -171,7 +171,7 @@ def restore_columns(folder: Path, dim: int, rev: int, log: str) -> tuple:
         cols = {}
         for name, (dt, at, count) in stamp["arrays"].items():
             t = np.dtype(dt)
-            cols[name] = mm[at:at + count * t.itemsize].view(t)
+            cols[name] = np.asarray(mm[at:at + count * t.itemsize]).view(t)  # plain arrays over the map: no memmap cost per slice
             if len(cols[name]) != count: return None, "corrupt"
     except (OSError, ValueError, TypeError, KeyError): return None, "corrupt"
     n = stamp["count"]
@@ -187,8 +187,8 @@ def rows(self: VectorLog, slots: np.ndarray) -> np.ndarray:
     slots = np.asarray(slots, np.int64)
     if not len(slots): return np.zeros((0, self.dim), self.dtype)
     log = self._slots(int(slots.max()) + 1)
-    if slots[0] >= 0 and np.array_equal(slots, np.arange(slots[0], slots[0] + len(slots))): return log[slots[0]:slots[0] + len(slots)]
-    return log[slots]
+    if slots[0] >= 0 and np.array_equal(slots, np.arange(slots[0], slots[0] + len(slots))): return np.asarray(log[slots[0]:slots[0] + len(slots)])
+    return np.asarray(log[slots])
 
 @patch
 def load_columns(self: _Index, cols: dict, E: np.ndarray):

@@ -203,4 +203,4 @@ def load_columns(self: _Index, cols: dict, E: np.ndarray):
     self.entities = LazyStrings(cols["entities.blob"], cols["entities.offsets"], cols["entities.null"], parse=_entity_tuple)
     names = bytes(cols["entity.names"]).decode().split("\n") if len(cols["entity.starts"]) > 1 else []
     self.by_entity = EntityRows(names, cols["entity.starts"], cols["entity.rows"])
-    self.pos, self.n = dict(zip(self.ids, range(n))), n
+    self.pos, self.n = None, n  # id → row: built on first use (`_Index.pos`), which a search never needs

@@ -79,6 +79,14 @@ class _Index:
         self.pos, self.by_entity = {}, {}
         self._bf16, self._dirty = None, set()  # bfloat16 mirror of E for big scans; rows changed since it was synced
 
+    @property
+    def pos(self) -> dict:
+        "Memory id → row; built from `ids` on first use when the mirror was opened without it (chapter 19b: a million ids take a second)."
+        if self._pos is None: self._pos = {m: p for p, m in enumerate(self.ids) if m is not None}
+        return self._pos
+    @pos.setter
+    def pos(self, value: dict | None): self._pos = value
+
 # %% ../../nbs/memory/19_vectors.ipynb #e924c0bd
 @patch
 def _grow(self: _Index):

@@ -94,7 +94,7 @@ def pack_entities(by_entity) -> tuple:
     rows = np.fromiter((r for _, v in items for r in v), np.int64, int(starts[-1]))
     return [k for k, _ in items], starts, rows
 
-# %% ../../nbs/memory/19b_columns.ipynb #9851e4d5
+# %% ../../nbs/memory/19b_columns.ipynb #f54d35bf
 COLUMNS_FILE, COLUMNS_STAMP = "columns.bin", "columns.json"  # the mirror's snapshot and its stamp, in the store folder
 COLUMNS_VERSION = 1
 _ALIGN = 64
@@ -106,6 +106,7 @@ def live_rows(ix: _Index) -> np.ndarray:
 def _entity_json(t) -> str: return json.dumps(list(t))
 def _entity_tuple(s: str) -> tuple: return tuple(json.loads(s))
 
+# %% ../../nbs/memory/19b_columns.ipynb #23ef323e
 def _layout(parts: dict) -> tuple:
     "The bytes of each named array (or bytes) in `parts`, their 64-byte-aligned (dtype, offset, count), and the total size after a 16-byte token."
     table, at, blobs = {}, _ALIGN, []

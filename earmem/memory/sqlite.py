@@ -103,7 +103,7 @@ def _open_columns(self: SQLiteBackend, rev: int) -> bool:
 @patch
 def _columns_due(self: SQLiteBackend) -> bool:
     "Whether closing should save the columns: a big enough store whose columns are missing, behind by `columns_lag` rows, or from before a rewrite of the log."
-    if len(self.index.pos) < self.columns_min_rows: return False
+    if self.index.n < self.columns_min_rows: return False  # rows, live or not: the id map may not be built (chapter 19)
     if self._columns is None or self._columns[1] != self.vlog.fmt: return True
     (since,) = self.db.execute("SELECT (SELECT count(*) FROM memories WHERE rev > ?1) + (SELECT count(*) FROM tombstones WHERE rev > ?1)",
                                (self._columns[0],)).fetchone()

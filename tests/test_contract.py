@@ -262,7 +262,7 @@ WORKER = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from earmem.memory.store import MemoryStore
-st = MemoryStore(sys.argv[2], namespace=sys.argv[3])
+st = MemoryStore(sys.argv[2], namespace=sys.argv[3], lock_timeout=120)  # 8 writers queue on 2 shared cores: this test bounds no wait
 w, added = int(sys.argv[4]), []
 for i in range(8):
     added.append(st.add(f"worker {w} wrote ticket #{w * 100 + i} on topic {i % 3} for service s{w}", "fact", [f"W{w}"]).id)  # distinct tickets (the judge keeps identifiers apart)

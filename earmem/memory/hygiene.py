@@ -74,7 +74,7 @@ MAX_ENTITY_CHARS, MAX_ID_CHARS, MAX_METADATA_CHARS, MAX_DEPTH = 200, 200, 65_536
 def check_line(s: str, name: str, max_chars: int) -> str:
     "`s` in NFC, one line without control characters (so it cannot forge a line of an injected block), at most `max_chars`."
     s = unicodedata.normalize("NFC", s)
-    bad = next((c for c in s if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp")), None)
+    bad = None if s.isprintable() else next((c for c in s if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp")), None)  # printable: no C*, Zl or Zp
     if bad is not None: raise ValueError(f"{name}: contains the control character {bad!r}; expected one line of text")
     if len(s) > max_chars: raise ValueError(f"{name}: is {len(s)} characters long; at most {max_chars} are allowed")
     return s
@@ -232,6 +232,7 @@ def _check_optional_str(x, name: str):
 
 def _metadata_json(meta, name: str) -> str:
     if not isinstance(meta, dict): raise TypeError(f"{name}: expected a dict, got {type(meta).__name__}")
+    if not meta: return "{}"
     if json_depth(meta) > MAX_DEPTH: raise ValueError(f"{name}: is nested more than {MAX_DEPTH} levels deep")
     try: out = json.dumps(meta, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as e: raise TypeError(f"{name}: must be JSON-serialisable without NaN ({e})") from None

@@ -15,7 +15,7 @@ import numpy as np
 from .hygiene import KIND_CODES
 from .index import REF_SIZE, VectorIndex, VectorLog, restore_vectors, round_f16
 from .columns import live_rows, read_columns_stamp, restore_columns, save_columns
-from .vectors import one_blas_thread, COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
+from .vectors import one_blas_thread, COLUMNS, _COLUMNS, MemoryRow, SearchFilter, _Index, batch_duplicates, fused_top, lexical_words, STORES, LEXICAL_BUDGET, store_quota, within_budget
 from .storage import (AUDIT_COLUMNS, CHECKPOINT_GRACE, DB_NAME, FEEDBACK_COLUMNS, FTS_SCHEMA, KEEP_CHECKPOINTS, LEARNER_DIR,
     MANIFEST_NAME, RECORD_COLUMNS, SCHEMA, SCHEMA_VERSION, AuditEntry, FeedbackEntry, RecordRow, ReplayRow,
     check_finite_learner, check_manifest, fsync_tree, learner_seq, read_manifest, _CHECKPOINT)
@@ -594,16 +594,6 @@ def shortlist(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int, b
 # %% ../../nbs/memory/20a_sqlite.ipynb #361bd7f6
 DEDUPE_NEIGHBOURS = 16  # graph neighbours of a new memory that the dedupe rule scores exactly
 
-def _batch_duplicates(V: np.ndarray, thr: float) -> list:
-    "For each item: [(cosine, earlier batch position)] of the earlier items at or above `thr`."
-    new = [[] for _ in range(len(V))]
-    for i0 in range(0, len(V), 256):
-        S = V[i0:i0 + 256] @ V[:i0 + 256].T
-        a, b = np.nonzero(S >= thr)
-        keep = b < i0 + a  # earlier items only, selected in numpy rather than pair by pair
-        for x, y, v in zip((a[keep] + i0).tolist(), b[keep].tolist(), S[a[keep], b[keep]].tolist()): new[x].append((v, y))
-    return new
-
 @patch
 def _neighbour_duplicates(self: SQLiteBackend, code: np.ndarray, V: np.ndarray, thr: float, look: np.ndarray) -> list:
     "For each item: [(cosine, row)] of its graph neighbours allowed by `look`, of its kind `code`, at or above `thr` (each scored against its own item only)."
@@ -629,7 +619,7 @@ def _graph_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: floa
     code = np.array([KIND_CODES[k] for k in kinds], ix.kind.dtype)
     hits = self._neighbour_duplicates(code, V, thr, look & ~tail)
     extra = ix._stored_duplicates(kinds, V, thr, look & tail)
-    return [sorted(h + e, key=lambda x: x[1]) for h, e in zip(hits, extra)], _batch_duplicates(V, thr)
+    return [sorted(h + e, key=lambda x: x[1]) for h, e in zip(hits, extra)], batch_duplicates(kinds, V, thr)
 
 # %% ../../nbs/memory/20a_sqlite.ipynb #542a11f0
 @patch
@@ -650,7 +640,7 @@ def near_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float,
     old = ix.entity_duplicates(kinds, entities, V, thr, base)
     rest = [i for i, o in enumerate(old) if o is None]  # no entities, or names too common: the graph (or the scan) as before
     for i, o in zip(rest, way([kinds[i] for i in rest], V[rest], thr, exclude)[0] if rest else []): old[i] = o
-    with one_blas_thread(): return old, _batch_duplicates(V, thr)
+    with one_blas_thread(): return old, batch_duplicates(kinds, V, thr)
 
 @patch
 def dedupe_fields(self: SQLiteBackend, r: int) -> dict:

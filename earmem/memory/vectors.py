@@ -18,7 +18,7 @@ from .hygiene import KIND_CODES, MAX_DEPTH, MAX_METADATA_CHARS, STORES, check_en
 __all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'SMALL_SCAN', 'APPROX_EPS', 'LEXICAL_BUDGET',
            'ENTITY_SCAN_ROWS', 'item_row', 'one_blas_thread', 'check_metadata_filter', 'metadata_matches',
            'SearchFilter', 'top_rows', 'top_refined', 'store_quota', 'lexical_words', 'fuse_scores', 'fused_top',
-           'within_budget']
+           'within_budget', 'batch_duplicates']
 
 # %% ../../nbs/memory/19_vectors.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
@@ -457,21 +457,29 @@ def _stored_duplicates(self: _Index, kinds: list, V: np.ndarray, thr: float, bas
                 if valid[r]: out[sub[a]].append((v, r))
     return out
 
+# %% ../../nbs/memory/19_vectors.ipynb #86181d4c
+def batch_duplicates(kinds: list, V: np.ndarray, thr: float) -> list:
+    "For each item of a batch: [(cosine, position)] of the earlier items of its kind at or above `thr` (other kinds never merge, so they are not scored)."
+    out, by_kind = [[] for _ in kinds], {}
+    for i, kind in enumerate(kinds): by_kind.setdefault(kind, []).append(i)
+    for idxs in by_kind.values():
+        idxs = np.asarray(idxs); W = V[idxs]
+        for i0 in range(0, len(idxs), 256):
+            S = W[i0:i0 + 256] @ W[:i0 + 256].T
+            a, b = np.nonzero(S >= thr)
+            keep = b < i0 + a  # earlier items only (each item matches itself), kept in numpy rather than pair by pair
+            for x, y, v in zip(idxs[a[keep] + i0].tolist(), idxs[b[keep]].tolist(), S[a[keep], b[keep]].tolist()): out[x].append((v, y))
+    return out
+
 # %% ../../nbs/memory/19_vectors.ipynb #e2506fc9
 @patch
 def near_duplicates(self: _Index, kinds: list, V: np.ndarray, thr: float, exclude: tuple = ()) -> tuple:
-    "([(cosine, row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item."
+    "([(cosine, row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier same-kind batch items) per item."
     base = self.active[:self.n].copy()
     for mid in exclude:
         if mid in self.pos: base[self.pos[mid]] = False
     with one_blas_thread():
-        old = self._stored_duplicates(kinds, V, thr, base)
-        new = [[] for _ in kinds]
-        for i0 in range(0, len(kinds), 256):
-            chunk = V[i0:i0 + 256]
-            for a, b, v in _pairs_above(chunk @ V[:i0 + len(chunk)].T, thr):
-                if b < i0 + a: new[i0 + a].append((v, b))
-    return old, new
+        return self._stored_duplicates(kinds, V, thr, base), batch_duplicates(kinds, V, thr)
 
 # %% ../../nbs/memory/19_vectors.ipynb #69bb16d6
 @patch

@@ -17,8 +17,8 @@ from ..toys import embedded_server
 from .postgres import HNSW_INDEX, PostgresBackend
 
 # %% auto #0
-__all__ = ['zipf_texts', 'benchmark_store', 'synthetic_vectors', 'bench_postgres', 'bench_table', 'compare_engines',
-           'compare_table', 'latency_figure', 'encoder_rate']
+__all__ = ['EQUAL_RECALL_EF', 'zipf_texts', 'benchmark_store', 'synthetic_vectors', 'bench_postgres', 'bench_table',
+           'compare_engines', 'compare_table', 'latency_figure', 'encoder_rate']
 
 # %% ../../nbs/memory/26_bench.ipynb #b02ad0be
 def zipf_texts(rng, n: int, words: int = 10, vocab: int = 20_000, a: float = 1.1) -> list:
@@ -294,7 +294,9 @@ class _FaissEngine:
         ix = faiss.IndexHNSWFlat(self.dim, 32, faiss.METRIC_INNER_PRODUCT); ix.add(E); faiss.write_index(ix, str(self.path))
     def reopen(self):
         import faiss
-        self.ix = faiss.read_index(str(self.path)); self.ix.hnsw.efSearch = 64
+        self.ix = faiss.read_index(str(self.path)); self.set_ef(self.default_ef)
+    default_ef = 64
+    def set_ef(self, ef): self.ix.hnsw.efSearch = ef
     def search(self, q, k): return self.ix.search(q[None], k)[1][0].tolist()
     def bytes(self): return self.path.stat().st_size
     def close(self): self.ix = None
@@ -312,7 +314,9 @@ class _HnswlibEngine:
     def reopen(self):
         import hnswlib
         self.ix = hnswlib.Index(space="ip", dim=self.dim); self.ix.load_index(str(self.path), max_elements=self.n)
-        self.ix.set_num_threads(1); self.ix.set_ef(64)
+        self.ix.set_num_threads(1); self.set_ef(self.default_ef)
+    default_ef = 64
+    def set_ef(self, ef): self.ix.set_ef(ef)
     def search(self, q, k): return self.ix.knn_query(q, k)[0][0].tolist()
     def bytes(self): return self.path.stat().st_size
     def close(self): self.ix = None
@@ -348,6 +352,10 @@ def _usable(cls, folder: Path) -> str:
 _PEERS = {"usearch": _UsearchEngine, "faiss": _FaissEngine, "hnswlib": _HnswlibEngine, "sqlite-vec": _SqliteVecEngine}
 
 # %% ../../nbs/memory/26_bench.ipynb #72540120
+def _recall(got: list, truth: np.ndarray, k: int) -> float:
+    "Mean recall@k of the answers `got` against the exact top-k rows `truth`."
+    return round(float(np.mean([len(set(g) & set(t.tolist())) / k for g, t in zip(got, truth)])), 4)
+
 def _build_all(engines: dict, E: np.ndarray, rec: dict, progress: bool):
     "Build, time, reopen and size every engine; fills rec['engines']."
     for name, e in engines.items():
@@ -371,7 +379,7 @@ def _interleaved(engines: dict, Q: np.ndarray, truth: np.ndarray, k: int, rec: d
     for n in engines:
         r = rec["engines"][n]
         r["p50_ms"], r["p95_ms"] = round(1000 * float(np.median(ts[n])), 3), round(1000 * float(np.percentile(ts[n], 95)), 3)
-        r["recall@10"] = round(float(np.mean([len(set(g) & set(t.tolist())) / k for g, t in zip(got[n], truth[1:])])), 4)
+        r["recall@10"] = _recall(got[n], truth[1:], k)
     if whole: rec["engines"]["earmem store"]["search_p50_ms"] = round(1000 * float(np.median(whole)), 3)
 
 # %% ../../nbs/memory/26_bench.ipynb #88f6df60
@@ -392,6 +400,25 @@ def _filtered(store: "_StoreEngine", E: np.ndarray, Q: np.ndarray, k: int, rec: 
                      "search_p50_ms": round(1000 * float(np.median(tw[1:])), 3), "recall@10": round(float(np.mean(hit)), 4)}
     rec["engines"]["earmem store"]["filtered"] = out
 
+# %% ../../nbs/memory/26_bench.ipynb #61ec9d6c
+EQUAL_RECALL_EF = (64, 96, 128, 192, 256, 384, 512, 768, 1024)  # search lists a peer tries, smallest first
+
+def _at_store_recall(engines: dict, Q: np.ndarray, truth: np.ndarray, k: int, rec: dict):
+    "Each peer with a search list: the smallest in EQUAL_RECALL_EF whose recall@10 reaches the store's, its p50 and the store's lookup p50 timed beside it."
+    store, target = engines["earmem store"], rec["engines"]["earmem store"]["recall@10"]
+    for name, e in engines.items():
+        if not hasattr(e, "set_ef"): continue
+        for ef in EQUAL_RECALL_EF:
+            e.set_ef(ef); ts, mine, got = [], [], []
+            for i, q in enumerate(Q):
+                t0 = time.perf_counter(); r = e.search(q, k); t1 = time.perf_counter(); store.search(q, k); t2 = time.perf_counter()
+                if i: ts.append(t1 - t0); mine.append(t2 - t1); got.append(r)
+            recall = _recall(got, truth[1:], k)
+            if recall >= target: break
+        rec["engines"][name]["at_store_recall"] = {"ef": ef, "reached": recall >= target, "recall@10": recall,
+                                                   "p50_ms": round(1000 * float(np.median(ts)), 3), "store_p50_ms": round(1000 * float(np.median(mine)), 3)}
+        e.set_ef(e.default_ef)
+
 # %% ../../nbs/memory/26_bench.ipynb #b7159ff7
 def compare_engines(sizes: Sequence[int] = (10_000, 100_000), dim: int = 384, n_queries: int = 200, k: int = 10,
                     clusters: int = 1000, peers: Sequence[str] | None = None, seed: int = 0, folder: str | Path | None = None,
@@ -411,7 +438,9 @@ def compare_engines(sizes: Sequence[int] = (10_000, 100_000), dim: int = 384, n_
             rec = {"memories": n, "dim": dim, "queries": n_queries, "clusters": clusters, "skipped": skipped,
                    "load_before": [round(x, 2) for x in os.getloadavg()], "engines": {}}
             _build_all(engines, E, rec, progress)
-            _interleaved(engines, Q, _exact_top(E, Q, k), k, rec, progress)
+            truth = _exact_top(E, Q, k)
+            _interleaved(engines, Q, truth, k, rec, progress)
+            _at_store_recall(engines, Q, truth, k, rec)
             _filtered(engines["earmem store"], E, Q, k, rec)
             rec["load_after"] = [round(x, 2) for x in os.getloadavg()]
             for e in engines.values(): e.close()
@@ -434,6 +463,10 @@ def compare_table(results: list) -> str:
                          f"{e['open_s']:>6.2f} | {e['bytes_per_memory']:>8,} | {e['p50_ms'] / st['p50_ms']:>11.2f} | "
                          f"{e['inserts_per_s'] / st['inserts_per_s']:>15.2f} | {e.get('inserts_per_cpu_s', 0):>13,}")
         lines.append(f"{'':>14}   whole search(q, k=10) through the store: p50 {st['search_p50_ms']:.3f} ms")
+        for name, e in r["engines"].items():
+            if (a := e.get("at_store_recall")) is None: continue
+            lines.append(f"{'':>14}   {name} at the store's recall ({st['recall@10']:.3f}): " + (f"ef {a['ef']}" if a["reached"] else f"not reached by ef {a['ef']} (recall {a['recall@10']:.3f})")
+                         + f", p50 {a['p50_ms']:.3f} ms beside the store's {a['store_p50_ms']:.3f} ms: {a['p50_ms'] / a['store_p50_ms']:.2f} × the store")
         for name, f in st.get("filtered", {}).items():
             lines.append(f"{'':>14}   {name} filter ({f['rows']:,} rows pass): lookup p50 {f['lookup_p50_ms']:.3f} ms, recall@10 "
                          f"{f['recall@10']:.3f}; whole search p50 {f['search_p50_ms']:.3f} ms")

@@ -197,7 +197,7 @@ def _add_bench(sub):
     sp.add_argument("--queries", type=int, default=200, help="timed queries per size (default 200)")
     sp.add_argument("--quiet", action="store_true", help="no progress bars")
     sp.add_argument("--compare", action="store_true", help="the embedded store against the installed peer engines (earmem[bench]): one table of ratios")
-    sp.add_argument("--peers", nargs="+", help="--compare: only these peers (usearch faiss hnswlib sqlite-vec; default: every installed one)")
+    sp.add_argument("--peers", nargs="+", help="--compare: only these peers (usearch faiss hnswlib sqlite-vec lancedb chromadb; default: every installed one)")
     sp.add_argument("--figure", help="--compare: write a PNG of search latency against size per engine here")
     sp.add_argument("--encoder", action="store_true", help="--compare: also measure the default encoder's texts/s")
 

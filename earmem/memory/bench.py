@@ -340,6 +340,43 @@ class _SqliteVecEngine:
     def bytes(self): return self.path.stat().st_size
     def close(self): self.c.close()
 
+# %% ../../nbs/memory/26_bench.ipynb #4f791f81
+class _LanceEngine:
+    "LanceDB without an index (flat scans), appended in 10,000-row batches, one CPU thread."
+    name = "lancedb (flat)"
+    def __init__(self, folder: Path, dim: int): self.path, self.dim = folder / "lance", dim
+    def build(self, E):
+        os.environ.setdefault("LANCE_CPU_THREADS", "1")  # read when lance starts its thread pool
+        import lancedb, pyarrow as pa
+        rows = lambda i: pa.table({"id": pa.array(np.arange(i, min(i + 10_000, len(E))), pa.int64()),
+                                   "vector": pa.FixedSizeListArray.from_arrays(pa.array(E[i:i + 10_000].ravel(), pa.float32()), self.dim)})
+        t = lancedb.connect(str(self.path)).create_table("memories", data=rows(0))
+        for i in range(10_000, len(E), 10_000): t.add(rows(i))
+    def reopen(self):
+        import lancedb
+        self.t = lancedb.connect(str(self.path)).open_table("memories")
+    def search(self, q, k): return self.t.search(q).distance_type("dot").limit(k).select(["id", "_distance"]).to_arrow()["id"].to_pylist()
+    def bytes(self): return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
+    def close(self): self.t = None
+
+class _ChromaEngine:
+    "Chroma's embedded PersistentClient: its HNSW defaults, inner product, one thread."
+    name = "chromadb"
+    def __init__(self, folder: Path, dim: int): self.path, self.dim = folder / "chroma", dim
+    def build(self, E):
+        import chromadb
+        c = chromadb.PersistentClient(path=str(self.path))
+        col, step = c.create_collection("memories", metadata={"hnsw:space": "ip", "hnsw:num_threads": 1}), c.get_max_batch_size()
+        for i in range(0, len(E), step): col.add(ids=[str(j) for j in range(i, min(i + step, len(E)))], embeddings=E[i:i + step])
+    def reopen(self):
+        import chromadb
+        from chromadb.api.client import SharedSystemClient
+        SharedSystemClient.clear_system_cache()  # else the same process gets its open client back
+        self.col = chromadb.PersistentClient(path=str(self.path)).get_collection("memories")
+    def search(self, q, k): return [int(i) for i in self.col.query(query_embeddings=q[None], n_results=k, include=[])["ids"][0]]
+    def bytes(self): return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
+    def close(self): self.col = None
+
 # %% ../../nbs/memory/26_bench.ipynb #4f743e02
 def _usable(cls, folder: Path) -> str:
     "'' when the engine's library is installed and works here, else why not."
@@ -349,7 +386,8 @@ def _usable(cls, folder: Path) -> str:
     except (ImportError, AttributeError, OSError) as err: return f"{type(err).__name__}: {err}"[:80]
     finally: shutil.rmtree(folder / "probe", ignore_errors=True)
 
-_PEERS = {"usearch": _UsearchEngine, "faiss": _FaissEngine, "hnswlib": _HnswlibEngine, "sqlite-vec": _SqliteVecEngine}
+_PEERS = {"usearch": _UsearchEngine, "faiss": _FaissEngine, "hnswlib": _HnswlibEngine, "sqlite-vec": _SqliteVecEngine,
+          "lancedb": _LanceEngine, "chromadb": _ChromaEngine}
 
 # %% ../../nbs/memory/26_bench.ipynb #72540120
 def _recall(got: list, truth: np.ndarray, k: int) -> float:

@@ -13,7 +13,8 @@ import pytest
 from earmem.core import unit_rows
 from earmem.memory.hygiene import KINDS
 from earmem.memory.index import round_f16
-from earmem.memory.postgres import PostgresBackend, connect_postgres
+from earmem.memory.pg_search import PostgresBackend  # the backend with its search (chapter 25d)
+from earmem.memory.postgres import connect_postgres
 from earmem.memory.vectors import COLUMNS, SearchFilter, _Index, item_row
 from earmem.memory.sqlite import SQLiteBackend
 from earmem.memory.storage import create_store_folder, learner_seq
@@ -184,7 +185,7 @@ WRITER = r"""
 import sys, json, numpy as np
 sys.path.insert(0, sys.argv[4])
 from tests.test_postgres import rows_for, vectors
-from earmem.memory.postgres import PostgresBackend
+from earmem.memory.pg_search import PostgresBackend
 from earmem.memory.vectors import SearchFilter
 url, schema, w = sys.argv[1], sys.argv[2], int(sys.argv[3])
 b = PostgresBackend(url, 16, "shared", schema=schema)

@@ -17,7 +17,7 @@ SURFACE = {   # public name -> the module of this wing that defines it
     "Hit": "agent", "Hits": "agent", "AddResult": "agent", "Injection": "agent", "MemoryRecord": "agent",
     "inject": "agent", "tool_specs": "agent", "handle_tool_call": "agent",
     "MemoryTools": "agent", "tools_for": "agent", "SearchFilter": "vectors",
-    "StorageBackend": "storage", "SQLiteBackend": "sqlite", "redact_url": "storage", "PostgresBackend": "postgres",
+    "StorageBackend": "storage", "SQLiteBackend": "sqlite", "redact_url": "storage", "PostgresBackend": "pg_search",  # with its search (25d)
     "UserTools": "agent", "StorePool": "users", "AsyncMemoryStore": "users", "list_namespaces": "users",
     "ChatResult": "chat", "Extractor": "chat", "RuleExtractor": "chat", "LLMExtractor": "chat",
 }

@@ -14,7 +14,8 @@ from .hygiene import KINDS, HashingEncoder, StoreConfig
 from .store import MemoryStore
 from .vectors import SearchFilter, _Index
 from ..toys import embedded_server
-from .postgres import HNSW_INDEX, PostgresBackend
+from .postgres import HNSW_INDEX
+from .pg_search import PostgresBackend  # the backend with its search (chapter 25d)
 
 # %% auto #0
 __all__ = ['EQUAL_RECALL_EF', 'zipf_texts', 'benchmark_store', 'synthetic_vectors', 'bench_postgres', 'bench_table',

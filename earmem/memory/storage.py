@@ -329,7 +329,7 @@ def check_finite_learner(learner, where: str):
 
 # %% ../../nbs/memory/20_storage.ipynb #64922675
 BACKENDS = {}  # URL scheme -> opener(url, namespace, readonly, create, lock_timeout, new_manifest) -> (backend, manifest)
-BACKEND_MODULES = {"postgresql": "earmem.memory.postgres", "postgres": "earmem.memory.postgres"}
+BACKEND_MODULES = {"postgresql": "earmem.memory.pg_search", "postgres": "earmem.memory.pg_search"}  # chapter 25d: the PostgreSQL backend, complete
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 def url_scheme(path) -> str | None:

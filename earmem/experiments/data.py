@@ -13,7 +13,8 @@ import numpy as np
 import datasets
 from fastcore.basics import patch
 from tqdm.auto import tqdm
-from ..core import Memory, Query, MemoryBank, Encoder, check_int, default_cache_dir, parse_locomo_datetime
+from ..core import Memory, Query, Encoder, check_int, default_cache_dir, parse_locomo_datetime
+from ..retrievers import MemoryBank
 
 # %% auto #0
 __all__ = ['MEMORY_FEATURES', 'QUERY_FEATURES', 'LOCOMO_SOURCE', 'LOCOMO_URL', 'LOCOMO_SHA256', 'LOCOMO_NAMES',

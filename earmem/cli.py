@@ -29,7 +29,7 @@ def _registries() -> tuple:
 _EXPERIMENTS = {"reproduce": "evaluation", "format_table": "evaluation", "CriticSettings": "evaluation",
                 "reproduce_tables": "tables", "format_tables_report": "tables", "plot_tables": "tables",
                 "report_stem": "tables", "unused_path": "tables", "parse_overrides": "tables", "run_analyses": "analysis",
-                "load_locomo": "data", "load_longmemeval": "data"}
+                "load_locomo": "data", "load_longmemeval": "longmemeval"}
 
 def __getattr__(name: str):
     "The experiment names of this module (`_EXPERIMENTS`), imported from their chapter when first asked for."

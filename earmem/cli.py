@@ -22,14 +22,14 @@ def _registries() -> tuple:
     "(BENCHMARKS, METHODS, ANALYSES) of the experiments wing, imported on first use (they pull in torch and datasets)."
     from earmem.experiments.evaluation import BENCHMARKS, METHODS
     from earmem.experiments.analysis import ANALYSES
-    import earmem.experiments.two_stores, earmem.experiments.finetune  # noqa: F401  (file their analyses and the 'finetuned' method)
+    import earmem.experiments.latency, earmem.experiments.two_stores, earmem.experiments.finetune  # noqa: F401  (file their analyses and the 'finetuned' method)
     return BENCHMARKS, METHODS, ANALYSES
 
 # %% ../nbs/cli/33_cli.ipynb #5f2b8d90
 _EXPERIMENTS = {"reproduce": "evaluation", "format_table": "evaluation", "CriticSettings": "evaluation",
                 "reproduce_tables": "tables", "format_tables_report": "tables", "plot_tables": "tables",
                 "report_stem": "tables", "unused_path": "tables", "parse_overrides": "tables", "run_analyses": "analysis",
-                "load_locomo": "data", "load_longmemeval": "data"}
+                "load_locomo": "data", "load_longmemeval": "longmemeval"}
 
 def __getattr__(name: str):
     "The experiment names of this module (`_EXPERIMENTS`), imported from their chapter when first asked for."
@@ -323,7 +323,7 @@ def _run_method(args, say: Callable) -> str:
 # %% ../nbs/cli/33_cli.ipynb #f16e0c3f
 def _run_analysis(args, say: Callable) -> str:
     "Mode analysis: the named analyses (or all) on one prepared benchmark; their texts."
-    _registries()                                   # the two-store analyses are filed by their chapter's import
+    _registries()                                   # the latency and two-store analyses are filed by their chapters' imports
     reports = _experiment("run_analyses")(args.benchmark, args.analysis.split(","), args.seeds, args.encoder, args.k, args.K,
                            args.test_size, args.seed, args.data, args.jobs, _overrides(args.set),
                            _critic_settings(args), args.out, not args.quiet, say)

@@ -32,7 +32,8 @@ _all_ = ["DATA_SOURCES"]
 def _data_sources() -> dict:
     "{name: DataSource}, built on first use: the data chapter imports `datasets`, which the memory commands never need."
     from earmem.experiments.data import (LOCOMO_NAMES, LOCOMO_SHA256, LOCOMO_SOURCE, LOCOMO_URL, LONGMEMEVAL_NAMES,
-                                         LONGMEMEVAL_URL, check_locomo, check_longmemeval)
+                                         LONGMEMEVAL_URL, check_locomo)
+    from earmem.experiments.longmemeval import check_longmemeval
     return {"locomo": DataSource("LoCoMo", LOCOMO_URL, LOCOMO_NAMES, LOCOMO_SHA256, check_locomo, LOCOMO_SOURCE),
             "longmemeval": DataSource("LongMemEval_S", LONGMEMEVAL_URL, LONGMEMEVAL_NAMES, None, check_longmemeval,
                                       "the xiaowu0162/longmemeval data set on the Hugging Face hub, file longmemeval_s")}

@@ -245,7 +245,7 @@ def format_consolidated(levels: dict) -> str:
     return "\n".join(lines)
 
 # %% ../nbs/cli/31a_store_study.ipynb #6b1d2e05
-from .experiments.data import load_longmemeval
+from .experiments.longmemeval import load_longmemeval
 
 def study_benchmark(name: str = "locomo", path=None) -> Benchmark:
     "LoCoMo or LongMemEval (from `path`, else the data folder) with date-prefixed, session-tagged turns, as the study uses them."

@@ -8,7 +8,8 @@ import http.server, json, threading, time, warnings, zlib
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
-from .core import Memory, MemoryBank, Query, unit_rows
+from .core import Memory, Query, unit_rows
+from .retrievers import MemoryBank
 
 # %% auto #0
 __all__ = ['toy_world', 'GoldCritic', 'planted_stream', 'StubChatServer', 'LowRankTruth', 'synthetic_scores', 'ToyBenchmark',

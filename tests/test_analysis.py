@@ -7,6 +7,7 @@ import pytest
 import fastcore.test as fct
 
 from earmem.experiments.analysis import ANALYSES, run_analyses
+import earmem.experiments.latency  # noqa: F401  (files the latency analysis, before the two-store ones: NAMES' order)
 import earmem.experiments.two_stores  # noqa: F401  (files the two-store analyses; the CLI imports it when it lists or runs them)
 from earmem.cli import main
 from earmem.core import Encoder

@@ -1,5 +1,6 @@
-"""Tests of earmem.experiments.data that do not fit the notebook: data-path resolution, error messages, the LongMemEval fixture,
-download without a network, property-based evidence parsing, and Table 1 on the real LoCoMo when it is available."""
+"""Tests of earmem.experiments.data and earmem.experiments.longmemeval that do not fit the notebooks: data-path
+resolution, error messages, the LongMemEval fixture, download without a network, property-based evidence parsing, and
+Table 1 on the real LoCoMo when it is available."""
 import json
 import os
 from pathlib import Path
@@ -9,8 +10,9 @@ from hypothesis import given, settings, strategies as st
 
 import earmem.experiments.data as data
 import earmem.data_commands as data_commands
-from earmem.experiments.data import (Benchmark, clean_evidence, find_data_file, load_locomo, load_longmemeval, parse_dialogue_ids,
+from earmem.experiments.data import (Benchmark, clean_evidence, find_data_file, load_locomo, parse_dialogue_ids,
                          parse_locomo_datetime)
+from earmem.experiments.longmemeval import load_longmemeval
 from earmem.toys import tiny_locomo, tiny_longmemeval
 
 FIXTURES = Path(__file__).parent / "fixtures"

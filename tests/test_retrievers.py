@@ -1,4 +1,4 @@
-"""The lexical and hybrid retrievers of chapter 00 against hand computations, and (when LoCoMo is available) against the
+"""The lexical and hybrid retrievers of chapter 00a against hand computations, and (when LoCoMo is available) against the
 numbers measured for issue #12 on the seed-0 test split."""
 import math, os, sys, warnings
 from pathlib import Path
@@ -8,7 +8,9 @@ import pytest
 import fastcore.test as fct
 
 import earmem.core as core
-from earmem.core import Memory, MemoryBank, Query, LexicalRetriever, HybridRetriever, make_retriever, zscore
+import earmem.retrievers as retrievers
+from earmem.core import Memory, Query, zscore
+from earmem.retrievers import MemoryBank, LexicalRetriever, HybridRetriever, make_retriever
 
 
 DOCS = ["alpha beta beta", "beta gamma", "delta alpha alpha alpha epsilon"]
@@ -72,13 +74,13 @@ def test_retriever_name_and_option_errors():
 
 
 def test_without_pystemmer_bm25_warns_once_and_does_not_stem(monkeypatch):
-    monkeypatch.setattr(core, "_STEMMER", [])
+    monkeypatch.setattr(retrievers, "_STEMMER", [])
     monkeypatch.setitem(sys.modules, "Stemmer", None)          # `import Stemmer` now fails
     with pytest.warns(UserWarning, match="PyStemmer is not installed"):
-        fct.test_eq(core.lexical_tokens("running dogs"), ["running", "dogs"])
+        fct.test_eq(retrievers.lexical_tokens("running dogs"), ["running", "dogs"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fct.test_eq(core.lexical_tokens("running dogs"), ["running", "dogs"])   # no second warning
+        fct.test_eq(retrievers.lexical_tokens("running dogs"), ["running", "dogs"])   # no second warning
     assert LexicalRetriever(_bank(DOCS)).stem is False
 
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
-from ..core import Candidates, Memory, MemoryBank, Query, check_int, check_number, check_probability
+from ..core import Candidates, Memory, Query, check_int, check_number, check_probability
+from ..retrievers import MemoryBank
 from ..ear.critic import check_scores
 from .matrix import ExperienceMatrix, CountingScorer
 from .completion import LowRankCompleter

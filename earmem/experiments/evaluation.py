@@ -13,9 +13,10 @@ import torch
 from ..ear.adapter import ResidualAdapter
 from .. import __version__
 from fastcore.basics import patch
-from ..core import (Encoder, Candidates, Query, RETRIEVERS, check_choice, check_positive_int,
-                         check_probability, evaluate, make_retriever, top_k)
-from .data import Benchmark, load_locomo, load_longmemeval, LOCOMO_CATEGORIES
+from ..core import Encoder, Candidates, Query, check_choice, check_positive_int, check_probability, evaluate
+from ..retrievers import RETRIEVERS, make_retriever, top_k
+from .data import Benchmark, load_locomo, LOCOMO_CATEGORIES
+from .longmemeval import load_longmemeval
 from ..ear.replay import EAR, EARConfig, rl_config
 from ..ear.critic import PAPER_PRECISION, PAPER_RECALL, CitationSimulator
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, fields
 from typing import Callable
 import numpy as np
 from fastcore.basics import patch
-from ..core import lexical_tokens, zscore
+from ..core import zscore
+from ..retrievers import lexical_tokens
 from .hygiene import KIND_CODES, MAX_DEPTH, MAX_METADATA_CHARS, STORES, check_entities, check_kind, iso, json_depth, to_epoch
 
 # %% auto #0

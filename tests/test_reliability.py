@@ -348,7 +348,7 @@ def readonly_database(tmp_path):
 
 @case("storage faults", "folder not writable: opens read-only with a warning, search works and writes nothing")
 def folder_not_writable(tmp_path):
-    import earmem.memory.store as M
+    import earmem.memory.store_open as M   # where MemoryStore._open looks folder_writable up (chapter 22b)
     store(tmp_path).close()
     db = tmp_path / "s" / "memories.sqlite"; before = db.read_bytes()
     orig = M.folder_writable; M.folder_writable = lambda p: False

@@ -12,7 +12,7 @@ __all__ = ['SURFACE', 'MemoryStore', 'StoreConfig', 'HashingEncoder', 'KINDS', '
 import importlib
 
 SURFACE = {   # public name -> the module of this wing that defines it
-    "MemoryStore": "consolidate",  # the store's class, from the last chapter that files methods on it (it imports chat and trust)
+    "MemoryStore": "consolidate",  # the store's class, from the last chapter that files methods on it (it imports chat and trust; store_open defines it, as sqlite_rows defines SQLiteBackend, which sqlite completes)
     "StoreConfig": "hygiene", "HashingEncoder": "hygiene", "KINDS": "hygiene", "STORES": "hygiene",
     "Hit": "agent", "Hits": "agent", "AddResult": "agent", "Injection": "agent", "MemoryRecord": "agent",
     "inject": "agent", "tool_specs": "agent", "handle_tool_call": "agent",

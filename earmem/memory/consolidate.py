@@ -178,7 +178,7 @@ _open_plain, _refresh_plain, _query_vector_plain = MemoryStore._open, MemoryStor
 
 @patch
 def _open(self: MemoryStore, encoder, config, create: bool):
-    "Open as chapter 23 does, then follow an encoder switch the manifest file missed (a crash right after the commit)."
+    "Open as chapter 22b does, then follow an encoder switch the manifest file missed (a crash right after the commit)."
     _open_plain(self, encoder, config, create)
     self._adopt_switch()
     if encoder is not None and encoder.model_id != self.manifest["encoder"]:
@@ -186,7 +186,7 @@ def _open(self: MemoryStore, encoder, config, create: bool):
 
 @patch
 def _refresh(self: MemoryStore):
-    "Catch up with every commit (chapter 23), following an encoder switch made by another process."
+    "Catch up with every commit (chapter 22b), following an encoder switch made by another process."
     _refresh_plain(self); self._adopt_switch()
 
 @patch

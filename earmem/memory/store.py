@@ -4,298 +4,29 @@
 
 # %% ../../nbs/memory/23_store.ipynb #9a7b2e27
 from __future__ import annotations
-import json, os, threading, time, warnings
-from contextlib import contextmanager
+import json, time, warnings
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
 import earmem.memory.agent as agent
-from ..core import (Candidates, Encoder, Memory, Query, atomic_write, atomic_write_json, check_matrix,
-                         check_number, check_positive_int, unit_rows)
-from .hygiene import DAY, KINDS, KIND_NAMES, STORES, StoreConfig, encoder_from_id, iso, normalise_item, recency_decay, token_counter
-from .updates import judge_change, plan_dedupe
-from .sqlite import SQLiteBackend
-from .storage import (DB_NAME, MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, backend_opener, check_namespace, close_at_exit,
-                            create_store_folder, read_manifest, redact_url, url_scheme)
+from ..core import Candidates, Memory, Query, atomic_write, check_matrix, check_number, check_positive_int, unit_rows
+from .hygiene import DAY, KINDS, KIND_NAMES, STORES, iso, normalise_item, recency_decay, token_counter
+from .updates import plan_dedupe
 from .vectors import SearchFilter, item_row, one_blas_thread
 from .index import round_f16
 from .learning import Learning
 from .agent import AddResult, Hit, Hits, Injection, MemoryRecord
+from .store_open import (MemoryStore, PROBE_TEXT, check_item_text, check_nonzero_rows, file_above, fingerprint_problem,
+                                      folder_gone, folder_writable, probe_fingerprint)  # the class and its plumbing (chapter 22b)
+_all_ = ["MemoryStore", "PROBE_TEXT", "probe_fingerprint", "fingerprint_problem", "folder_writable", "check_item_text", "check_nonzero_rows",
+         "file_above", "folder_gone"]  # `from earmem.memory.store import *` gives them, as before the split
 
 # %% auto #0
-__all__ = ['PROBE_TEXT', 'SESSION_BETA', 'MemoryStore', 'folder_writable', 'probe_fingerprint', 'fingerprint_problem',
-           'check_item_text', 'check_nonzero_rows', 'file_above', 'folder_gone', 'infer_kind', 'default_kind',
-           'session_lift']
-
-# %% ../../nbs/memory/23_store.ipynb #4aaec009
-from .storage import namespace_folder
-
-def _check_store_args(path, encoder, config, namespace):
-    if not isinstance(path, (str, os.PathLike)): raise TypeError(f"path: expected a folder path or a postgresql:// URL, got {type(path).__name__}")
-    check_namespace(namespace)
-    if url_scheme(path) is None: namespace_folder(path, namespace)  # a name that fits no folder is refused here
-    if config is not None and not isinstance(config, StoreConfig):
-        raise TypeError(f"config: expected a StoreConfig, got {type(config).__name__}")
-    for a in ("model_id", "encode_documents", "encode_queries"):
-        if encoder is not None and not hasattr(encoder, a):
-            raise TypeError(f"encoder: {type(encoder).__name__} has no {a!r}; expected an Encoder-like object")
-
-# %% ../../nbs/memory/23_store.ipynb #9fade534
-class MemoryStore(Learning):
-    "An agent's long-term memory in one folder (or one namespace of a PostgreSQL database): typed memories, blended ranking, dedupe, injection, adaptive retrieval."
-    def __init__(self,
-                 path: str | Path,  # the store folder (created when missing or empty), or a postgresql://… URL
-                 encoder=None,  # object with model_id / encode_documents / encode_queries; None = the one the store was made with (bundled MiniLM for a new store)
-                 config: StoreConfig | None = None,  # ranking knobs; None = the saved ones (defaults for a new store)
-                 readonly: bool = False,  # a reader: never writes, follows a writer's commits
-                 clock: Callable[[], float] | None = None,  # returns Unix seconds; default time.time
-                 create: bool = True,  # create the store when the folder is missing or empty
-                 judge=None,  # restatement-or-update judge for near-duplicates, (old, new) -> Decision; None = the rules (judge_change)
-                 lock_timeout: float = 10.0,  # seconds to wait for another process's write lock before a TimeoutError
-                 namespace: str = "default"):  # the user / tenant: a namespace of the URL store, or a sub-folder of the folder (see namespace_folder)
-        _check_store_args(path, encoder, config, namespace)
-        self.lock_timeout = check_number(lock_timeout, "lock_timeout", low=0, high=3600)
-        if judge is not None and not callable(judge): raise TypeError(f"judge: expected a callable (old, new) -> Decision, got {type(judge).__name__}")
-        self.judge = judge or judge_change
-        self.url, self.namespace = (path if url_scheme(path) else None), namespace
-        self.path = namespace_folder(path, namespace) if self.url is None else redact_url(self.url)  # a URL is shown without its password
-        self.readonly, self.clock = bool(readonly), clock or time.time
-        self._lock, self._backend = threading.RLock(), None
-        try: self._open(encoder, config, create)
-        except BaseException:
-            if self._backend is not None: self._backend.close()
-            raise
-        self._token, self._count_tokens = object(), None
-        self._unsaved = 0  # feedback calls since the last learner checkpoint
-        close_at_exit(self)
-
-    def __enter__(self): return self
-    def __exit__(self, *exc): self.close()
-    def __del__(self):
-        try: self.close()
-        except Exception: pass
-    def __len__(self): return self._fresh().active_count()
-    def __contains__(self, mid): return self._fresh().has(mid)
-    def __repr__(self):
-        n = "closed" if self._backend is None or self._backend.db is None else f"{len(self)} memories"
-        return f"MemoryStore({str(self.path)!r}, {n}, encoder={self.manifest['encoder']!r}, dim={self.dim})"
-
-# %% ../../nbs/memory/23_store.ipynb #504b90f8
-def folder_writable(path: Path) -> bool:
-    "True when this process may write the store folder and its database (False on a read-only file system)."
-    return os.access(path, os.W_OK) and os.access(path / DB_NAME, os.W_OK) and not _read_only_mount(path)
-
-def _read_only_mount(path: Path) -> bool:
-    try: return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-    except (OSError, AttributeError): return False
-
-# %% ../../nbs/memory/23_store.ipynb #eb36aac0
-PROBE_TEXT = "dimension probe"
-
-def probe_fingerprint(v) -> list:
-    "The first 16 components (4 decimals) of the unit embedding `v` of PROBE_TEXT: the encoder's fingerprint in the manifest."
-    v = np.asarray(v, dtype=np.float64).ravel()
-    return [round(float(x), 4) for x in (v / (np.linalg.norm(v) or 1.0))[:16]]
-
-def fingerprint_problem(manifest: dict, encoder) -> str | None:
-    "Why `encoder` is not the one the store was built with although name and dimension match (None when it is, or unrecorded)."
-    # unrecorded: stores from before the fingerprint, or made by a stand-in that never encodes (a migration's, all zeros)
-    fp = manifest.get("probe")
-    if not fp: return None
-    v = np.asarray(encoder.encode_documents([PROBE_TEXT]))
-    if v.ndim != 2 or v.shape[1] != manifest.get("dim"): return None  # another dimension: the dimension check names it
-    now = probe_fingerprint(v[0])
-    if len(now) == len(fp) and max(abs(a - b) for a, b in zip(now, fp)) <= 0.01: return None
-    return (f"encoder: {manifest['encoder']!r} embeds a probe text differently from when this store was built (same name and "
-            "dimension, other weights): its queries would not match the stored embeddings. Open the store with the original model, "
-            "or re-embed it into a new store (earmem memory migrate)")
-
-# %% ../../nbs/memory/23_store.ipynb #7ebd2d88
-import re as _re, unicodedata as _ud
-_LONE_SURROGATE = _re.compile("[\ud800-\udfff]")
-
-def check_item_text(item: dict, prefix: str = "", name: str = "text") -> dict:
-    "`item` unchanged, or a ValueError naming the field: only invisible characters in its text, a lone surrogate or a NUL anywhere."
-    fields = {name: item.get("text"), "source": item.get("source"), "metadata": item.get("metadata"),
-              **{f"entities[{i}]": e for i, e in enumerate(item.get("entities") or ())}}
-    for field, v in fields.items():
-        if field == "metadata" and isinstance(v, str) and "\\u" in v: v = json.dumps(json.loads(v), ensure_ascii=False)  # stored escaped
-        if isinstance(v, str) and (m := _LONE_SURROGATE.search(v)):
-            raise ValueError(f"{prefix}{field}: contains a lone surrogate {m.group(0)!r} (half of a UTF-16 pair, not text); nothing was written")
-        if isinstance(v, str) and ("\x00" in v or (field == "metadata" and "\\u0000" in v)):  # SQLite would keep it, PostgreSQL refuses it: both backends refuse alike
-            raise ValueError(f"{prefix}{field}: contains a NUL character ('\\x00'), which no backend stores alike; nothing was written")
-    text = item.get("text")
-    if isinstance(text, str) and not any(not c.isspace() and _ud.category(c)[0] not in "CZ" for c in text):
-        raise ValueError(f"{prefix}{name}: has only invisible characters (zero-width spaces, joiners, format marks); expected some text")
-    return item
-
-def check_nonzero_rows(V: np.ndarray, name: str = "embeddings") -> np.ndarray:
-    "`V` unchanged, or a ValueError naming the first all-zero row."
-    bad = np.flatnonzero(~(np.abs(np.asarray(V)).max(axis=1) > 0)) if len(V) else []
-    if len(bad): raise ValueError(f"{name}: row {int(bad[0])} is all zeros (no direction, so no cosine); nothing was written")
-    return V
-
-# %% ../../nbs/memory/23_store.ipynb #f6fb299c
-def file_above(p: Path) -> Path | None:
-    "The first existing non-folder among the parents of `p` (None when there is none)."
-    return next((q for q in reversed(Path(p).absolute().parents) if q.exists() and not q.is_dir()), None)
-
-def folder_gone(p: Path) -> bool:
-    "Whether the store folder `p` (or its manifest) no longer exists."
-    return not (Path(p) / MANIFEST_NAME).exists()
-
-# %% ../../nbs/memory/23_store.ipynb #3b0e003a
-@patch(as_prop=True)
-def encoder(self: MemoryStore):
-    "The store's encoder (built from the manifest on first use when none was given)."
-    if self._encoder is None:
-        enc = encoder_from_id(self.manifest["encoder"])
-        if (why := fingerprint_problem(self.manifest, enc)): raise ValueError(why)
-        self._encoder = enc
-    return self._encoder
-
-@patch(as_prop=True)
-def _index(self: MemoryStore): return self._backend.index
-
-# %% ../../nbs/memory/23_store.ipynb #363d15f1
-@patch
-def _new_manifest(self: MemoryStore, encoder, config) -> dict:
-    "The manifest of a new store: format, version, encoder id, dimension (probed), config."
-    enc = encoder if encoder is not None else Encoder()
-    probe = np.asarray(enc.encode_documents(["dimension probe"]))
-    if probe.ndim != 2 or probe.shape[0] != 1: raise ValueError(f"encoder: encode_documents returned shape {probe.shape}; expected (1, d)")
-    return {"format": STORE_FORMAT, "version": STORE_VERSION, "encoder": enc.model_id, "dim": int(probe.shape[1]), "probe": probe_fingerprint(probe[0]) if np.any(probe) else None,
-            "created": iso(time.time()), "config": (config or StoreConfig()).to_json()}
-
-# %% ../../nbs/memory/23_store.ipynb #3b0e0005
-def _folder_manifest(p: Path, create: bool, new_manifest: Callable[[], dict]) -> dict:
-    "The manifest of the store folder `p`, creating the store (with `new_manifest()`) when the folder is missing or empty and `create`."
-    if (f := file_above(p)) is not None: raise ValueError(f"path: {f} is a file, so no store folder can be made below it")
-    if p.exists() and not p.is_dir(): raise ValueError(f"path: {p} is a file; expected a memory-store folder")
-    if (p / MANIFEST_NAME).exists(): return read_manifest(p / MANIFEST_NAME)
-    if p.exists() and any(p.iterdir()):
-        raise ValueError(f"path: {p} is not empty and has no {MANIFEST_NAME}: it is not an earmem memory store; "
-                         "refusing to open or overwrite it")
-    if not create: raise FileNotFoundError(f"path: no memory store at {p}")
-    return create_store_folder(p, new_manifest())
-
-@patch
-def _open_or_create(self: MemoryStore, encoder, config, create: bool) -> dict:
-    "The manifest of the store at `self.path`, creating the store when the folder is missing or empty (a URL: its backend's opener)."
-    new_manifest = lambda: self._new_manifest(encoder, config)
-    if self.url is None:
-        if self.namespace != "default": _folder_manifest(self.path.parent.parent, create and not self.readonly, new_manifest)  # the root first
-        return _folder_manifest(self.path, create and not self.readonly, new_manifest)
-    self._backend, manifest = backend_opener(url_scheme(self.url))(
-        self.url, self.namespace, readonly=self.readonly, create=create, lock_timeout=self.lock_timeout, new_manifest=new_manifest)
-    return manifest
-
-# %% ../../nbs/memory/23_store.ipynb #3b0e0008
-@patch
-def _use_config(self: MemoryStore, config):
-    "The given config (saved to the manifest when it differs), else the saved one."
-    self.config = StoreConfig.from_json(self.manifest.get("config", {})) if config is None else config
-    if config is not None and config.to_json() != self.manifest.get("config") and not self.readonly:
-        self.manifest["config"] = config.to_json()
-        if self._backend is not None: self._backend.save_manifest(self.manifest)  # a URL store: the manifest is in the database
-        else: atomic_write_json(self.path / MANIFEST_NAME, self.manifest)
-
-# %% ../../nbs/memory/23_store.ipynb #6a8cc42d
-@patch
-def _open(self: MemoryStore, encoder, config, create: bool):
-    "Find or create the store, check the encoder against it, settle the config, connect the backend, load the learner."
-    self.manifest = self._open_or_create(encoder, config, create)
-    self.readonly_reason = "opened with readonly=True" if self.readonly else None
-    if self.url is None and not self.readonly and not folder_writable(self.path): self._fall_back_to_readonly()
-    self.dim = self.manifest["dim"]
-    if encoder is not None and encoder.model_id != self.manifest["encoder"]:
-        raise ValueError(f"encoder: the store at {self.path} was built with {self.manifest['encoder']!r}, "
-                         f"got {encoder.model_id!r}; open it with that encoder (or none)")
-    if encoder is not None and (why := fingerprint_problem(self.manifest, encoder)): raise ValueError(why)
-    self._encoder = encoder
-    self._use_config(config)
-    self._connect()
-
-@patch
-def _connect(self: MemoryStore):
-    "Open the backend (a folder's; a URL's is open already) and load the current learner checkpoint (closing the backend if that fails)."
-    if self._backend is None:
-        immutable = self.readonly and self.readonly_reason != "opened with readonly=True"  # a read-only file system: no -shm/-wal
-        self._backend = SQLiteBackend(self.path, self.dim, self.readonly, self.lock_timeout, immutable)
-    self._learner, self._learner_version, self._learner_seq, self.learner_problem = None, "", 0, None
-    try:
-        self._backend.prune_checkpoints()  # leftovers of interrupted saves (no-op when read-only)
-        self._sync_learner()
-    except BaseException: self._backend.close(); raise
-
-# %% ../../nbs/memory/23_store.ipynb #3b0e000c
-@patch
-def _refresh(self: MemoryStore):
-    "Catch up with every commit (own and other processes'), learner checkpoint included."
-    self._backend.refresh(); self._sync_learner()
-
-@patch
-def _maybe_refresh(self: MemoryStore):
-    if self._backend.changed(): self._refresh()
-
-@patch
-def _fresh(self: MemoryStore):
-    "The backend, caught up with other processes' commits first (when the store is open): `len` and `in` see them."
-    with self._lock:
-        if self._backend.db is not None: self._maybe_refresh()
-    return self._backend
-
-# %% ../../nbs/memory/23_store.ipynb #3b0e0013
-@patch
-def _check_open(self: MemoryStore):
-    if self._backend is None or self._backend.db is None: raise ValueError(f"store: {self.path} is closed")
-    if self.url is None and not self.readonly and folder_gone(self.path): self._refuse_writes_gone()
-
-@patch
-def close(self: MemoryStore):
-    "Save a pending learner checkpoint and close the database."
-    with self._lock:
-        if self._backend is None or self._backend.db is None: return
-        try:
-            if self._unsaved and not self.readonly: self._checkpoint()
-        finally: self._backend.close()
-
-# %% ../../nbs/memory/23_store.ipynb #3b0e000f
-@patch
-@contextmanager
-def _write(self: MemoryStore):
-    "A write transaction (SQLite's write lock), caught up with other writers first; yields the new `rev`."
-    self._check_open()
-    if self.readonly: raise PermissionError(f"store: {self.path} is read-only ({self.readonly_reason}); nothing was written")
-    with self._lock:
-        with self._backend.write() as rev: yield rev
-        self._sync_learner()
-
-@patch
-def _audit(self: MemoryStore, memory_id: str, action: str, detail: dict, at: float | None = None):
-    self._backend.audit_many([(self.clock() if at is None else at, memory_id, action, detail)])
-
-# %% ../../nbs/memory/23_store.ipynb #3b0e0038
-@patch
-def _fall_back_to_readonly(self: MemoryStore):
-    "Open a store this process cannot write as a reader (search works, writes raise PermissionError naming the cause)."
-    self.readonly, self.readonly_reason = True, f"{self.path} is on a read-only file system or not writable by this user"
-    warnings.warn(f"store: {self.readonly_reason}; opened read-only (search works, nothing is written)", RuntimeWarning, stacklevel=3)
-
-# %% ../../nbs/memory/23_store.ipynb #31402f72
-@patch
-def _encode(self: MemoryStore, texts: list, role: str = "document") -> np.ndarray:
-    "Unit float32 embeddings of `texts` as documents (rounded to the float16 values the vector log keeps, so every backend stores and scores the same vectors) or queries, checked against the store's dimension."
-    fn = self.encoder.encode_documents if role == "document" else self.encoder.encode_queries
-    V = np.asarray(fn(list(texts)), dtype=np.float32)
-    if V.ndim != 2 or V.shape[0] != len(texts):
-        raise ValueError(f"encoder: returned shape {V.shape} for {len(texts)} texts; expected ({len(texts)}, {self.dim})")
-    if V.shape[1] != self.dim:
-        raise ValueError(f"encoder: produced {V.shape[1]}-dimensional vectors, but the store at {self.path} holds dimension {self.dim}")
-    V = unit_rows(check_matrix(V, "embeddings", dim=self.dim))
-    return round_f16(V) if role == "document" else V
+__all__ = ['SESSION_BETA', 'infer_kind', 'default_kind', 'session_lift', 'MemoryStore', 'PROBE_TEXT', 'probe_fingerprint',
+           'fingerprint_problem', 'folder_writable', 'check_item_text', 'check_nonzero_rows', 'file_above',
+           'folder_gone']
 
 # %% ../../nbs/memory/23_store.ipynb #1adffbfb
 @patch
@@ -756,13 +487,6 @@ def check(self: MemoryStore) -> dict:
     "The backend's integrity check (SQLite's, or PostgreSQL's vector type, index and fields); raises ValueError when anything is wrong."
     self._check_open()
     with self._lock: return {"ok": True, "memories": self._backend.check()}
-
-# %% ../../nbs/memory/23_store.ipynb #c99567ea
-@patch
-def _refuse_writes_gone(self: MemoryStore):
-    "Turn read-only because the store's folder disappeared while open (writes would go to a deleted file)."
-    self.readonly, self.readonly_reason = True, f"its folder was removed or moved while the store was open"
-    warnings.warn(f"store: {self.path}: {self.readonly_reason}; refusing writes (nothing more is written)", RuntimeWarning, stacklevel=4)
 
 # %% ../../nbs/memory/23_store.ipynb #134eef72
 @patch

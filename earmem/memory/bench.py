@@ -19,7 +19,7 @@ from .pg_search import PostgresBackend  # the backend with its search (chapter 2
 
 # %% auto #0
 __all__ = ['EQUAL_RECALL_EF', 'zipf_texts', 'benchmark_store', 'synthetic_vectors', 'bench_postgres', 'bench_table',
-           'compare_engines', 'compare_table', 'latency_figure', 'encoder_rate']
+           'folder_bytes', 'compare_engines', 'compare_table', 'latency_figure', 'encoder_rate']
 
 # %% ../../nbs/memory/26_bench.ipynb #b02ad0be
 def zipf_texts(rng, n: int, words: int = 10, vocab: int = 20_000, a: float = 1.1) -> list:
@@ -248,6 +248,10 @@ def _exact_top(E: np.ndarray, Q: np.ndarray, k: int, chunk: int = 100_000) -> np
     return np.take_along_axis(best_i, order, 1)
 
 # %% ../../nbs/memory/26_bench.ipynb #617c1c24
+def folder_bytes(path: Path) -> int:
+    "Bytes of every file under `path`."
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+
 class _StoreEngine:
     "The earmem store: `add_many` in batches (hygiene included), searched through the backend (`lookup`) or `search()`."
     name = "earmem store"
@@ -266,7 +270,7 @@ class _StoreEngine:
         b = self.s._backend
         return [int(b.index.ids[r][1:]) - 1 for r in b.candidates(q, k)[0]]
     def whole(self, q, k): return self.s.search(q, k=k)
-    def bytes(self): return sum(p.stat().st_size for p in self.folder.rglob("*") if p.is_file())
+    def bytes(self): return folder_bytes(self.folder)
     def close(self): self.s.close()
 
 # %% ../../nbs/memory/26_bench.ipynb #1ec8a0b6
@@ -357,7 +361,7 @@ class _LanceEngine:
         import lancedb
         self.t = lancedb.connect(str(self.path)).open_table("memories")
     def search(self, q, k): return self.t.search(q).distance_type("dot").limit(k).select(["id", "_distance"]).to_arrow()["id"].to_pylist()
-    def bytes(self): return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
+    def bytes(self): return folder_bytes(self.path)
     def close(self): self.t = None
 
 class _ChromaEngine:
@@ -375,7 +379,7 @@ class _ChromaEngine:
         SharedSystemClient.clear_system_cache()  # else the same process gets its open client back
         self.col = chromadb.PersistentClient(path=str(self.path)).get_collection("memories")
     def search(self, q, k): return [int(i) for i in self.col.query(query_embeddings=q[None], n_results=k, include=[])["ids"][0]]
-    def bytes(self): return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
+    def bytes(self): return folder_bytes(self.path)
     def close(self): self.col = None
 
 # %% ../../nbs/memory/26_bench.ipynb #4f743e02

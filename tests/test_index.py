@@ -132,11 +132,45 @@ def test_locomo_recall_same_with_graph_on_and_off(tmp_path):
     assert abs(r_on - r_off) <= 1 / len(qs) and overlap >= 0.97
 
 
+def test_searches_and_adds_while_the_linker_runs(tmp_path):
+    "Searches from another thread and adds go on while the background linker links each batch: every answer is exact for the rows just added, nothing crashes, and closing saves every row into the graph."
+    import threading
+    import earmem.memory.sqlite as sq
+    rng = np.random.default_rng(5)
+    s = _store(tmp_path / "s"); _force(s); b = s._backend
+    batches = [_unit(rng, sq.PENDING_MAX + 500, 32) for _ in range(4)]
+    stop, errors, answered = threading.Event(), [], [0]
+    def searcher():
+        while not stop.wait(0.002):
+            try:
+                for B in list(done):
+                    q = B[int(rng.integers(len(B)))]
+                    with s._lock: assert b.index.E[b.candidates(q, 1)[0][0]] @ q > 0.999   # what search() holds while it asks the backend
+                    answered[0] += 1; time.sleep(0.002)   # a caller's pace: a thread that never lets go of the store's lock starves the writer
+            except BaseException as e: errors.append(e); return
+    done, flights = [], 0
+    t = threading.Thread(target=searcher); t.start()
+    try:
+        for i, B in enumerate(batches):
+            s.add_many([{"text": f"b{i} {j}", "kind": "fact"} for j in range(len(B))], embeddings=B)
+            flights += b._flight is not None
+            done.append(B)
+            for q in B[:20]: assert b.index.E[b.candidates(q, 1)[0][0]] @ q > 0.999   # found while (maybe) linking
+    finally:
+        stop.set(); t.join()
+    assert not errors, errors
+    assert flights >= 3 and answered[0] > 0
+    n = len(s); s.close()
+    assert json.loads((tmp_path / "s" / STAMP_FILE).read_text())["count"] == n == sum(map(len, batches))
+
+
 # ============================================================================ slow: SIGKILL during adds, graph enabled
 _WORKER = r"""
 import sys, numpy as np
 from earmem.memory.sqlite import SQLiteBackend
 SQLiteBackend.approx_min_rows, SQLiteBackend.prefilter_rows = 0, 0
+import earmem.memory.sqlite as _sq
+_sq.PENDING_MAX, _sq.LINK_CHUNK = 64, 32   # the background linker starts every other batch: kills land in its flights too
 from earmem.memory.hygiene import HashingEncoder, StoreConfig
 from earmem.memory.store import MemoryStore
 path, trial, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]

@@ -4,7 +4,9 @@
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #e07846b0
 from __future__ import annotations
-import errno, json, os, shutil, sqlite3, time
+import errno, json, os, shutil, sqlite3, threading, time, warnings
+from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from fastcore.basics import patch
 from ..core import atomic_write_json
@@ -18,7 +20,8 @@ from .sqlite_rows import SQLiteBackend, REQUESTS_SCHEMA, WRITER_FILE, name_fault
 _all_ = ["SQLiteBackend", "REQUESTS_SCHEMA", "WRITER_FILE", "name_fault"]  # `from earmem.memory.sqlite import *` gives them, as before the split
 
 # %% auto #0
-__all__ = ['PENDING_MAX', 'OVERSAMPLE', 'DEDUPE_NEIGHBOURS', 'SQLiteBackend', 'REQUESTS_SCHEMA', 'WRITER_FILE', 'name_fault']
+__all__ = ['PENDING_MAX', 'PENDING_HARD', 'LINK_CHUNK', 'OVERSAMPLE', 'DEDUPE_NEIGHBOURS', 'SQLiteBackend', 'REQUESTS_SCHEMA',
+           'WRITER_FILE', 'name_fault']
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #208981bc
 def _age(entry: Path, now: float) -> float:
@@ -95,12 +98,15 @@ def load_learner(self: SQLiteBackend, version: str) -> tuple:
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #98638727
 PENDING_MAX = 4096  # rows a search scans exactly besides the graph's short list before they are added to it
+PENDING_HARD = 16_384  # pending rows beyond which a write waits for the background linker before starting it again
+LINK_CHUNK = 1024   # vectors the background linker adds while it holds the graph (a search waits for at most one chunk)
 OVERSAMPLE = 4      # the graph proposes OVERSAMPLE·K rows (at least 40) for the exact rescoring of the top K
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #b5f5528d
 @patch
 def _absorb(self: SQLiteBackend):
-    "Add the pending rows' current vectors to the graph (replacing their old ones)."
+    "Add the pending rows' current vectors to the graph (replacing their old ones), after the background linker's flight, if one is under way."
+    self._land()
     rows = np.array(sorted(p for p in self._pending if self.index.ids[p] is not None), np.int64)
     if len(rows): self.ann.add(self._seq[rows], self.index.E[rows])
     self._pending = set()
@@ -108,8 +114,70 @@ def _absorb(self: SQLiteBackend):
 @patch
 def save_index(self: SQLiteBackend, force: bool = False):
     "Bring the graph up to date and save it stamped with the current revision (when it changed since it was opened, or `force`)."
-    if self.ann is None or self.readonly or self.immutable: return
+    if self.ann is None: return
+    self._land()  # a reader's linker too: nothing runs on after close
+    if self.readonly or self.immutable: return
     if force or not self.ann.viewed: self._absorb(); self.ann.save(self.path, self.rev)  # the vectors themselves are in the log already
+
+# %% ../../nbs/memory/20b_sqlite.ipynb #06fd84d9
+SQLiteBackend.link_in_background = True  # link pending rows on a background thread (False: in the caller, as before)
+
+@dataclass
+class _Flight:
+    "The background linker's work under way: its thread, the mirror rows it links with their vectors as copied, the graph's lock, a fault it met."
+    thread: threading.Thread
+    rows: np.ndarray
+    V: np.ndarray
+    lock: threading.Lock
+    error: BaseException | None = None
+
+@patch
+def _graph_guard(self: SQLiteBackend):
+    "The lock to hold while reading the graph when a flight may be adding to it (nothing to hold otherwise)."
+    return self._flight.lock if self._flight is not None else nullcontext()
+
+@patch
+def _land(self: SQLiteBackend):
+    "Wait for the flight under way, if any, and drop the rows it linked from the pending ones (those whose vector did not change meanwhile, and erased ones)."
+    f, self._flight = self._flight, None
+    if f is None: return
+    f.thread.join()
+    if f.error is not None:
+        self.link_in_background = False
+        warnings.warn(f"store: linking {len(f.rows)} memories into the graph of {self.path} failed in the background ({f.error!r}); "
+                      "they stay pending (searched exactly) and are linked in the caller from now on", RuntimeWarning)
+        return
+    ix = self.index
+    gone = np.fromiter((ix.ids[p] is None for p in f.rows), bool, len(f.rows))
+    same = (np.asarray(ix.E[f.rows], np.float32) == f.V).all(axis=1)
+    self._pending.difference_update(f.rows[gone | same].tolist())
+
+# %% ../../nbs/memory/20b_sqlite.ipynb #3a0396a9
+@patch
+def _launch(self: SQLiteBackend):
+    "Start linking the pending rows into the graph on a thread of its own (see above); waits for the flight under way only beyond `PENDING_HARD` pending rows."
+    if self._flight is not None:
+        if self._flight.thread.is_alive() and len(self._pending) <= PENDING_HARD: return
+        self._land()
+    if not self.link_in_background: self._absorb(); return
+    ix = self.index
+    self._pending.difference_update([p for p in self._pending if ix.ids[p] is None])  # erased meanwhile
+    rows = np.array(sorted(self._pending), np.int64)
+    if not len(rows): return
+    self.ann._own()  # a memory-mapped graph is loaded here, in the caller, never under a search
+    keys, f = self._seq[rows].copy(), _Flight(None, rows, np.array(ix.E[rows], np.float32), threading.Lock())
+    def link():
+        try:
+            for i in range(0, len(rows), LINK_CHUNK):
+                with f.lock: self.ann.add(keys[i:i + LINK_CHUNK], f.V[i:i + LINK_CHUNK])
+        except BaseException as e: f.error = e
+    f.thread = threading.Thread(target=link, name="earmem-graph-linker", daemon=True)
+    self._flight = f; f.thread.start()
+
+@patch
+def _after_commit(self: SQLiteBackend):
+    "Start the background linker when a commit left more than `PENDING_MAX` rows pending in an open graph."
+    if self.ann is not None and len(self._pending) > PENDING_MAX: self._launch()
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #a5c3a4d7
 @patch
@@ -129,6 +197,7 @@ def build_index(self: SQLiteBackend, progress: bool | None = None) -> int:
     "Build the graph from every stored row and save it; returns how many vectors it holds."
     from tqdm.auto import tqdm  # here, not at import: a command that never builds a graph does not pay for it
     ix = self.index
+    self._land()
     rows = np.fromiter(ix.pos.values(), np.int64, len(ix.pos)); rows.sort()
     vi, step = VectorIndex(self.dim), 10_000
     for i in tqdm(range(0, len(rows), step), desc="building the index", leave=False,
@@ -140,11 +209,12 @@ def build_index(self: SQLiteBackend, progress: bool | None = None) -> int:
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #d4ad12c1
 @patch
-def _use_graph(self: SQLiteBackend) -> bool:
-    "Whether searches go through the graph now (≥ `approx_min_rows` active), opening or catching it up first."
+def _use_graph(self: SQLiteBackend, settle: bool = False) -> bool:
+    "Whether searches go through the graph now (≥ `approx_min_rows` active), opening it first; beyond `PENDING_MAX` pending rows, linking them starts in the background (`settle`: the flight lands and they are linked before this returns)."
     if self.approx_min_rows is None or np.count_nonzero(self.index.active[:self.index.n]) < self.approx_min_rows: return False
     if self.ann is None and not self._open_graph(): return False
-    if len(self._pending) > PENDING_MAX: self._absorb()
+    if self._flight is not None and (settle or not self._flight.thread.is_alive()): self._land()
+    if len(self._pending) > PENDING_MAX: self._absorb() if settle else self._launch()
     return True
 
 @patch
@@ -163,7 +233,7 @@ def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int)
         p = self._rows_of(keys); ok = p >= 0
         ok[ok] = allowed[p[ok]]
         return ok
-    keys = self.ann.search(q, want, allowed=passes, start=int(want * self.index.n / count))
+    with self._graph_guard(): keys = self.ann.search(q, want, allowed=passes, start=int(want * self.index.n / count))
     if keys is None: return np.flatnonzero(allowed)
     return np.union1d(self._rows_of(keys), self._pending_rows(allowed))
 
@@ -191,7 +261,7 @@ def _neighbour_duplicates(self: SQLiteBackend, code: np.ndarray, V: np.ndarray, 
     "For each item: [(cosine, row)] of its graph neighbours allowed by `look`, of its kind `code`, at or above `thr` (each scored against its own item only)."
     ix, out = self.index, []
     if not ix.n: return [[] for _ in V]  # nothing stored yet
-    near = self._rows_of(self.ann.search_many(V, DEDUPE_NEIGHBOURS).ravel()).reshape(len(V), -1)
+    with self._graph_guard(): near = self._rows_of(self.ann.search_many(V, DEDUPE_NEIGHBOURS).ravel()).reshape(len(V), -1)
     for i0 in range(0, len(V), 1024):
         r = np.maximum(near[i0:i0 + 1024], 0)
         ok = (near[i0:i0 + 1024] >= 0) & look[r] & (ix.kind[r] == code[i0:i0 + 1024, None])
@@ -224,7 +294,10 @@ def candidates(self: SQLiteBackend, q: np.ndarray, K: int, balanced: bool = Fals
 def near_duplicates(self: SQLiteBackend, kinds: list, V: np.ndarray, thr: float, exclude: tuple = (), entities: list | None = None) -> tuple:
     "([(cosine, index row)] of stored same-kind duplicates, [(cosine, batch position)] of earlier batch items) per item; given the items' `entities`, those of a named item only among the rows naming its group's (chapter 19's `entity_duplicates`)."
     V = round_f16(V) if self.vlog.dtype == np.float16 else np.asarray(V, np.float32)  # scored as the log keeps them: the same after a reopen
-    way = self._graph_duplicates if self._use_graph() else self.index.near_duplicates
+    graph = self._use_graph()  # opened (or built) by the writer, not left to the first search; the linker is not waited for here
+    def way(kinds, V, thr, exclude):  # only for the items that need it: a batch of named items does not wait for the linker
+        if graph and len(V) > LINK_CHUNK: self._use_graph(settle=True)  # a big batch waits for the flight rather than score its rows for every item
+        return (self._graph_duplicates if graph else self.index.near_duplicates)(kinds, V, thr, exclude)
     if entities is None: return way(kinds, V, thr, exclude)
     ix = self.index; base = ix.active[:ix.n].copy()
     for mid in exclude:

@@ -33,6 +33,7 @@ class SQLiteBackend:
         self.db, self.index, self.rev, self.learner = None, _Index(dim), 0, ""
         self.vlog = VectorLog(self.path, dim)  # the one copy of the vectors on disk (chapter 19a)
         self.ann, self._seq, self._pending = None, np.zeros(0, np.int64), set()  # the graph, seq of each mirror row, rows it lacks
+        self._flight = None  # the background linker's work under way (chapter 20b)
         self._columns = None  # (revision, vector log) of the saved columns the mirror was opened from or last saved
         db_path = self.path / DB_NAME
         if not db_path.is_file():
@@ -299,6 +300,11 @@ def write(self: SQLiteBackend):
         if named is None: raise
         raise named from e
     self.refresh()
+    self._after_commit()
+
+@patch
+def _after_commit(self: SQLiteBackend):
+    "What follows a commit once the mirror has caught up: nothing here; chapter 20b starts linking the new rows into the graph."
 
 # %% ../../nbs/memory/20a_sqlite_rows.ipynb #5039d18d
 @patch

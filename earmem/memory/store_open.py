@@ -116,11 +116,12 @@ def check_item_text(item: dict, prefix: str = "", name: str = "text") -> dict:
               **{f"entities[{i}]": e for i, e in enumerate(item.get("entities") or ())}}
     for field, v in fields.items():
         if field == "metadata" and isinstance(v, str) and "\\u" in v: v = json.dumps(json.loads(v), ensure_ascii=False)  # stored escaped
-        if isinstance(v, str) and (m := _LONE_SURROGATE.search(v)):
+        if isinstance(v, str) and not v.isascii() and (m := _LONE_SURROGATE.search(v)):
             raise ValueError(f"{prefix}{field}: contains a lone surrogate {m.group(0)!r} (half of a UTF-16 pair, not text); nothing was written")
         if isinstance(v, str) and ("\x00" in v or (field == "metadata" and "\\u0000" in v)):  # SQLite would keep it, PostgreSQL refuses it: both backends refuse alike
             raise ValueError(f"{prefix}{field}: contains a NUL character ('\\x00'), which no backend stores alike; nothing was written")
     text = item.get("text")
+    if isinstance(text, str) and text.isascii() and (t := text.lstrip()) and t[0].isprintable(): return item  # ASCII: its first non-space character is visible
     if isinstance(text, str) and not any(not c.isspace() and _ud.category(c)[0] not in "CZ" for c in text):
         raise ValueError(f"{prefix}{name}: has only invisible characters (zero-width spaces, joiners, format marks); expected some text")
     return item

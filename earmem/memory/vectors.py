@@ -31,7 +31,7 @@ def item_row(f: dict) -> MemoryRow:
     "A normalised memory (with `vec`, `count`, `accessed` and an `id`) as a `MemoryRow`."
     return MemoryRow(f["id"], f["text"], f["kind"], f["store"], json.dumps(list(f["entities"])), f["importance"], f["confidence"],
                      f["created"], f["accessed"], f["count"], f["source"], f.get("status", "active"), f["metadata"],
-                     f["vec"].astype(np.float32).tobytes())
+                     np.asarray(f["vec"], np.float32).tobytes())  # no copy when float32 already
 
 # %% ../../nbs/memory/19_vectors.ipynb #96f0a7d5
 _BLAS, _INSIDE = [], threading.local()

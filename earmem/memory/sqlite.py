@@ -5,7 +5,7 @@
 # %% ../../nbs/memory/20b_sqlite.ipynb #e07846b0
 from __future__ import annotations
 import errno, json, os, shutil, sqlite3, threading, time, warnings
-from contextlib import nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from fastcore.basics import patch
@@ -130,12 +130,21 @@ class _Flight:
     V: np.ndarray
     lock: threading.Lock
     error: BaseException | None = None
+    waiting: list = None  # one entry per reader waiting for the lock: the linker lets them in between its chunks
 
 @patch
+@contextmanager
 def _graph_guard(self: SQLiteBackend):
-    "The lock to hold while reading the graph when a flight may be adding to it (nothing to hold otherwise)."
-    return self._flight.lock if self._flight is not None else nullcontext()
+    "Hold the graph's lock while reading it when a flight may be adding to it (nothing to hold otherwise); the linker gives way to a waiting reader after its chunk."
+    f = self._flight
+    if f is None: yield; return
+    f.waiting.append(None)  # list appends and pops are atomic under the GIL
+    try: f.lock.acquire()
+    finally: f.waiting.pop()
+    try: yield
+    finally: f.lock.release()
 
+# %% ../../nbs/memory/20b_sqlite.ipynb #8fab3d5c
 @patch
 def _land(self: SQLiteBackend):
     "Wait for the flight under way, if any, and drop the rows it linked from the pending ones (those whose vector did not change meanwhile, and erased ones)."
@@ -165,11 +174,14 @@ def _launch(self: SQLiteBackend):
     rows = np.array(sorted(self._pending), np.int64)
     if not len(rows): return
     self.ann._own()  # a memory-mapped graph is loaded here, in the caller, never under a search
-    keys, f = self._seq[rows].copy(), _Flight(None, rows, np.array(ix.E[rows], np.float32), threading.Lock())
+    keys, f = self._seq[rows].copy(), _Flight(None, rows, np.array(ix.E[rows], np.float32), threading.Lock(), waiting=[])
     def link():
         try:
             for i in range(0, len(rows), LINK_CHUNK):
                 with f.lock: self.ann.add(keys[i:i + LINK_CHUNK], f.V[i:i + LINK_CHUNK])
+                for _ in range(100):  # a lock is not fair: without this the next chunk would take it again before a waiting search
+                    if not f.waiting: break
+                    time.sleep(0.001)
         except BaseException as e: f.error = e
     f.thread = threading.Thread(target=link, name="earmem-graph-linker", daemon=True)
     self._flight = f; f.thread.start()

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import errno, json, os, shutil, sqlite3, threading, time, warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from fastcore.basics import patch
 from ..core import atomic_write_json
@@ -130,7 +130,7 @@ class _Flight:
     V: np.ndarray
     lock: threading.Lock
     error: BaseException | None = None
-    waiting: list = None  # one entry per reader waiting for the lock: the linker lets them in between its chunks
+    waiting: list = field(default_factory=list)  # one entry per reader waiting for the lock: the linker lets them in between its chunks
 
 @patch
 @contextmanager
@@ -174,7 +174,7 @@ def _launch(self: SQLiteBackend):
     rows = np.array(sorted(self._pending), np.int64)
     if not len(rows): return
     self.ann._own()  # a memory-mapped graph is loaded here, in the caller, never under a search
-    keys, f = self._seq[rows].copy(), _Flight(None, rows, np.array(ix.E[rows], np.float32), threading.Lock(), waiting=[])
+    keys, f = self._seq[rows].copy(), _Flight(None, rows, np.array(ix.E[rows], np.float32), threading.Lock())
     def link():
         try:
             for i in range(0, len(rows), LINK_CHUNK):
@@ -183,7 +183,7 @@ def _launch(self: SQLiteBackend):
                     if not f.waiting: break
                     time.sleep(0.001)
         except BaseException as e: f.error = e
-    f.thread = threading.Thread(target=link, name="earmem-graph-linker", daemon=True)
+    f.thread = threading.Thread(target=link, name="earmem-graph-linker")  # not a daemon: an exiting interpreter waits for it rather than stop it inside usearch
     self._flight = f; f.thread.start()
 
 @patch

@@ -164,6 +164,33 @@ def test_searches_and_adds_while_the_linker_runs(tmp_path):
     assert json.loads((tmp_path / "s" / STAMP_FILE).read_text())["count"] == n == sum(map(len, batches))
 
 
+def test_a_commit_past_the_hard_bound_waits_for_the_flight(tmp_path, monkeypatch):
+    "More than PENDING_HARD rows pending while a flight runs: the next commit waits for it, then links what is left; below the bound it does not wait."
+    import threading
+    import earmem.memory.sqlite as sq
+    monkeypatch.setattr(sq, "PENDING_MAX", 50); monkeypatch.setattr(sq, "PENDING_HARD", 200)
+    rng = np.random.default_rng(6)
+    s = _store(tmp_path / "s"); _force(s); b = s._backend
+    # named items are deduped among their entity's memories, not through the graph, so a commit of them reads no graph
+    # and waits for no chunk under way: only the bound can make it wait
+    add = lambda n, tag: s.add_many([{"text": f"{tag} {j}", "kind": "fact", "entities": [f"{tag}{j}"]} for j in range(n)],
+                                    embeddings=_unit(rng, n, 32))
+    add(10, "seed")                                     # the graph is built (empty) at the first add: these 10 are pending
+    go, real = threading.Event(), b.ann.add
+    b.ann.add = lambda keys, V, **kw: (go.wait(30), real(keys, V, **kw))[1]   # the linker blocks until told to go
+    add(120, "a"); first = b._flight                     # 130 > PENDING_MAX: a flight over them starts
+    assert first is not None and first.thread.is_alive() and len(first.rows) == 130
+    add(60, "b")                                        # 190 pending <= PENDING_HARD: the commit does not wait
+    assert b._flight is first and first.thread.is_alive() and len(b._pending) == 190
+    threading.Timer(0.3, go.set).start()
+    t0 = time.perf_counter(); add(60, "c"); waited = time.perf_counter() - t0   # 250 > PENDING_HARD: waits for the flight
+    assert waited >= 0.25 and not first.thread.is_alive()
+    assert b._flight is not first and len(b._flight.rows) == 120       # the first flight landed; the 120 rows after it fly now
+    del b.ann.add
+    s.close()
+    assert json.loads((tmp_path / "s" / STAMP_FILE).read_text())["count"] == 250
+
+
 # ============================================================================ slow: SIGKILL during adds, graph enabled
 _WORKER = r"""
 import sys, numpy as np

@@ -187,7 +187,7 @@ def _add_bench(sub):
                   "--url) prints a table, or JSON with --json.", _cmd_bench, "the measurements", store=False)
     sp.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite", help="which backend to measure (default sqlite)")
     sp.add_argument("--url", help="postgres: an existing server (postgresql://…); default: a throwaway embedded one")
-    sp.add_argument("--clusters", type=int, default=1000, help="postgres: vectors around this many centres (0 = uniform; default 1000)")
+    sp.add_argument("--clusters", type=int, default=1000, help="vectors around this many centres (0 = uniform; default 1000): postgres and --compare")
     sp.add_argument("--ef-search", type=int, nargs="+", default=[100, 200, 400], help="postgres: HNSW ef_search values (default 100 200 400)")
     sp.add_argument("--maintenance-work-mem", default="2GB", help="postgres: memory for the HNSW build (default 2GB)")
     sp.add_argument("--hnsw-m", type=int, default=24, help="postgres: HNSW links per node (default 24, the backend's; pgvector's is 16)")

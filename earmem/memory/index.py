@@ -76,14 +76,14 @@ def search(self: VectorIndex, q: np.ndarray, k: int, allowed=None, max_k: int = 
     n = len(self.graph)
     if n == 0 or k <= 0: return np.zeros(0, np.int64)
     want = min(n, max(k, min(start, max_k)))
-    while True:
-        self.graph.expansion_search = max(self.ef, 2 * want, n // EF_PER_ROWS)  # the candidate list: twice what is asked for, more in a big graph
+    while True:  # the candidate list: twice what is asked for (a filtered ask is already a surplus: as long), more in a big graph
+        self.graph.expansion_search = max(self.ef, want if allowed is not None else 2 * want, n // EF_PER_ROWS)
         keys = np.asarray(self.graph.search(np.asarray(q, np.float32), want, threads=1).keys, np.int64)
         if allowed is None: return keys[:k]
         keep = keys[allowed(keys)]
         if len(keep) >= k or want >= n: return keep[:k]
         if want >= max_k: return None
-        want = min(n, max_k, 4 * want)
+        want = min(n, max_k, 2 * want)
 
 @patch
 def search_many(self: VectorIndex, Q: np.ndarray, k: int, threads: int = 0) -> np.ndarray:

@@ -20,8 +20,8 @@ from .sqlite_rows import SQLiteBackend, REQUESTS_SCHEMA, WRITER_FILE, name_fault
 _all_ = ["SQLiteBackend", "REQUESTS_SCHEMA", "WRITER_FILE", "name_fault"]  # `from earmem.memory.sqlite import *` gives them, as before the split
 
 # %% auto #0
-__all__ = ['PENDING_MAX', 'PENDING_HARD', 'LINK_CHUNK', 'OVERSAMPLE', 'DEDUPE_NEIGHBOURS', 'SQLiteBackend', 'REQUESTS_SCHEMA',
-           'WRITER_FILE', 'name_fault']
+__all__ = ['PENDING_MAX', 'PENDING_HARD', 'LINK_CHUNK', 'OVERSAMPLE', 'FILTER_SLACK', 'DEDUPE_NEIGHBOURS', 'SQLiteBackend',
+           'REQUESTS_SCHEMA', 'WRITER_FILE', 'name_fault']
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #208981bc
 def _age(entry: Path, now: float) -> float:
@@ -236,6 +236,8 @@ def _pending_rows(self: SQLiteBackend, allowed: np.ndarray) -> np.ndarray:
     return p[allowed[p]] if len(p) else p
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #3965fa1c
+FILTER_SLACK = 1.5  # a filtered graph search first asks this many times the neighbours the filter's share predicts
+
 @patch
 def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int) -> np.ndarray:
     "Rows among `allowed` to score exactly: all when few pass (pre-filter), else the graph's nearest passing plus the pending."
@@ -245,7 +247,8 @@ def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int)
         p = self._rows_of(keys); ok = p >= 0
         ok[ok] = allowed[p[ok]]
         return ok
-    with self._graph_guard(): keys = self.ann.search(q, want, allowed=passes, start=int(want * self.index.n / count))
+    start = int(FILTER_SLACK * want * self.index.n / count)  # the filter's share, and a half more: most queries fill on the first ask
+    with self._graph_guard(): keys = self.ann.search(q, want, allowed=passes, start=start)
     if keys is None: return np.flatnonzero(allowed)
     return np.union1d(self._rows_of(keys), self._pending_rows(allowed))
 
@@ -260,7 +263,7 @@ def shortlist(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int, b
     half = [K // 2, K - K // 2]
     have = np.bincount(st[rows], minlength=len(STORES))
     if all(have[s] >= 2 * half[s] for s in range(len(STORES))): return rows  # both stores hold ≥ K/2 rows, so the quota is K/2 each
-    sizes = np.bincount(st[allowed], minlength=len(STORES))
+    sizes = np.array([np.count_nonzero(allowed & (st == s)) for s in range(len(STORES))])  # not bincount(st[allowed]): no copy of a big mask's rows
     quota = store_quota(sizes.tolist(), K)
     short = [s for s in range(len(STORES)) if have[s] < min(sizes[s], 2 * quota[s])]
     return np.union1d(rows, np.concatenate([rows[:0], *[self._graph_rows(q, allowed & (st == s), K) for s in short]]))

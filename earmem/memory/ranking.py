@@ -5,6 +5,7 @@
 # %% ../../nbs/memory/22a_ranking.ipynb #a2e1c0d5
 from __future__ import annotations
 import json
+from functools import lru_cache
 import numpy as np
 from .vectors import _balanced
 
@@ -14,9 +15,14 @@ __all__ = ['SESSION_POOL', 'row_sessions', 'best_of_pool', 'same_fact_lift']
 # %% ../../nbs/memory/22a_ranking.ipynb #a2e1c0d7
 SESSION_POOL = 3  # a store whose candidates carry sessions ranks SESSION_POOL·K of them (frozen score + session lift), keeps K
 
+@lru_cache(maxsize=8192)
+def _session_of(metadata: str):
+    "The `session` of one memory's metadata JSON (None without one); cached: every search reads its candidates' sessions."
+    return None if metadata == "{}" else json.loads(metadata).get("session")
+
 def row_sessions(ix, rows) -> list:
     "The `metadata['session']` of each of `rows` of the index `ix` (None where a memory has none)."
-    return [json.loads(ix.metadata[r]).get("session") for r in rows]
+    return [_session_of(ix.metadata[r]) for r in rows]
 
 # %% ../../nbs/memory/22a_ranking.ipynb #a2e1c0da
 def best_of_pool(rows, cos, fused, lift, K: int, stores=None) -> tuple:

@@ -358,8 +358,7 @@ def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:
 def _blend(self: MemoryStore, cands: Candidates, rows: np.ndarray, now: float) -> tuple:
     "(score, relevance, recency) of the candidates: w_rel·(z + session lift) + the lift of w_rec·2^(−Δt/h) + w_imp·importance over what each restates (22a)."
     c, ix = self.config, self._backend.index
-    sessions = [json.loads(ix.metadata[r]).get("session") for r in rows]
-    rel = np.asarray(self._relevance(cands), dtype=np.float64) + session_lift(cands.scores, rows, sessions)
+    rel = np.asarray(self._relevance(cands), dtype=np.float64) + session_lift(cands.scores, rows, row_sessions(ix, rows))
     since = ix.created[rows] if c.recency_from == "formed" else np.maximum(ix.created[rows], ix.accessed[rows])
     rec = recency_decay(now - since, c.half_life_days * DAY)
     bonus = c.recency_weight * rec + c.importance_weight * ix.importance[rows].astype(np.float64)

@@ -263,10 +263,11 @@ def shortlist(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int, b
     half = [K // 2, K - K // 2]
     have = np.bincount(st[rows], minlength=len(STORES))
     if all(have[s] >= 2 * half[s] for s in range(len(STORES))): return rows  # both stores hold ≥ K/2 rows, so the quota is K/2 each
-    sizes = np.array([np.count_nonzero(allowed & (st == s)) for s in range(len(STORES))])  # not bincount(st[allowed]): no copy of a big mask's rows
-    quota = store_quota(sizes.tolist(), K)
+    per = [allowed & (st == s) for s in range(len(STORES))]  # each store's allowed rows (not bincount(st[allowed]): no copy of a big mask's rows)
+    sizes = [np.count_nonzero(m) for m in per]
+    quota = store_quota(sizes, K)
     short = [s for s in range(len(STORES)) if have[s] < min(sizes[s], 2 * quota[s])]
-    return np.union1d(rows, np.concatenate([rows[:0], *[self._graph_rows(q, allowed & (st == s), K) for s in short]]))
+    return np.union1d(rows, np.concatenate([rows[:0], *[self._graph_rows(q, per[s], K) for s in short]]))
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #361bd7f6
 DEDUPE_NEIGHBOURS = 16  # graph neighbours of a new memory that the dedupe rule scores exactly

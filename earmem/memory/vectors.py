@@ -16,10 +16,10 @@ from ..retrievers import lexical_tokens
 from .hygiene import KIND_CODES, MAX_DEPTH, MAX_METADATA_CHARS, STORES, check_entities, check_kind, iso, json_depth, to_epoch
 
 # %% auto #0
-__all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'SMALL_SCAN', 'APPROX_EPS', 'LEXICAL_BUDGET',
-           'ENTITY_SCAN_ROWS', 'item_row', 'one_blas_thread', 'check_metadata_filter', 'metadata_matches',
-           'SearchFilter', 'top_rows', 'top_refined', 'store_quota', 'lexical_words', 'fuse_scores', 'fused_top',
-           'within_budget', 'batch_duplicates']
+__all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'SMALL_SCAN', 'GATHER_CHUNK', 'APPROX_EPS',
+           'LEXICAL_BUDGET', 'ENTITY_SCAN_ROWS', 'item_row', 'one_blas_thread', 'check_metadata_filter',
+           'metadata_matches', 'SearchFilter', 'top_rows', 'top_refined', 'store_quota', 'lexical_words', 'fuse_scores',
+           'fused_top', 'within_budget', 'batch_duplicates']
 
 # %% ../../nbs/memory/19_vectors.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
@@ -321,6 +321,7 @@ def mask(self: _Index, flt: SearchFilter | None = None) -> np.ndarray:
 # %% ../../nbs/memory/19_vectors.ipynb #f49d1775
 APPROX_MIN_ROWS = 20_000  # scans at least this big use the bfloat16 shortlist
 SMALL_SCAN = 4096  # scans up to this size gather their rows and score only them
+GATHER_CHUNK = 2048  # a selective scan gathers and scores its rows this many at a time (3 MB of float32: the gathered block is still in cache when it is scored)
 APPROX_EPS = 0.02  # bound on |bfloat16 score − float32 score| for unit vectors (theory: ≤ 2⁻⁷ + 2⁻⁸ ≈ 0.012)
 
 @patch
@@ -373,8 +374,9 @@ def _scan(self: _Index, q: np.ndarray, allowed: np.ndarray) -> Callable:
         approx = self.approx_scores(q)
         return lambda r, K: top_refined(approx, E, q, r, K, APPROX_EPS)
     frozen = np.zeros(n, np.float32)
-    if len(allowed) < n // 4:  # selective filters: score only the rows that pass
-        with one_blas_thread(): frozen[allowed] = E[allowed] @ q
+    if len(allowed) < n // 4:  # selective filters: score only the rows that pass, a cache-sized block at a time
+        with one_blas_thread():
+            for i in range(0, len(allowed), GATHER_CHUNK): frozen[allowed[i:i + GATHER_CHUNK]] = E[allowed[i:i + GATHER_CHUNK]] @ q
     else: frozen = _matvec(E[:n], q)
     return lambda r, K: ((t := top_rows(frozen, r, K)), frozen[t])
 

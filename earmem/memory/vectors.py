@@ -18,8 +18,8 @@ from .hygiene import KIND_CODES, MAX_DEPTH, MAX_METADATA_CHARS, STORES, check_en
 # %% auto #0
 __all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'SMALL_SCAN', 'GATHER_CHUNK', 'APPROX_EPS',
            'LEXICAL_BUDGET', 'ENTITY_SCAN_ROWS', 'item_row', 'one_blas_thread', 'check_metadata_filter',
-           'metadata_matches', 'SearchFilter', 'top_rows', 'top_refined', 'store_quota', 'lexical_words', 'fuse_scores',
-           'fused_top', 'within_budget', 'batch_duplicates']
+           'metadata_matches', 'SearchFilter', 'top_rows', 'top_refined', 'gathered_scores', 'store_quota',
+           'lexical_words', 'fuse_scores', 'fused_top', 'within_budget', 'batch_duplicates']
 
 # %% ../../nbs/memory/19_vectors.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
@@ -356,6 +356,15 @@ def top_refined(approx: np.ndarray, E: np.ndarray, q: np.ndarray, rows: np.ndarr
     order = np.lexsort((rows, -exact))[:K]
     return rows[order], exact[order]
 
+# %% ../../nbs/memory/19_vectors.ipynb #a7c1e0d2
+def gathered_scores(E, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    "E[rows]·q as float32, the rows gathered and scored `GATHER_CHUNK` at a time (each block is scored while it is still in cache)."
+    q, rows = np.asarray(q, np.float32), np.asarray(rows, np.int64)
+    out = np.empty(len(rows), np.float32)
+    for i in range(0, len(rows), GATHER_CHUNK): out[i:i + GATHER_CHUNK] = E[rows[i:i + GATHER_CHUNK]] @ q
+    return out
+
+
 # %% ../../nbs/memory/19_vectors.ipynb #58f4e370
 @patch
 def _scan(self: _Index, q: np.ndarray, allowed: np.ndarray) -> Callable:
@@ -364,7 +373,7 @@ def _scan(self: _Index, q: np.ndarray, allowed: np.ndarray) -> Callable:
     if len(allowed) <= SMALL_SCAN:  # a short list: score only its rows, no full-length score array, no thread switch
         A = np.asarray(allowed, np.int64)
         if len(A) > 1 and (A[1:] < A[:-1]).any(): A = np.sort(A)
-        s = np.asarray(self.E[A] @ np.asarray(q, np.float32), np.float32)
+        s = gathered_scores(self.E, A, q)
         def top(r, K):
             t = top_rows(s, np.searchsorted(A, r), K)  # positions in A: ties still go to the lower row
             return A[t], s[t]
@@ -374,9 +383,8 @@ def _scan(self: _Index, q: np.ndarray, allowed: np.ndarray) -> Callable:
         approx = self.approx_scores(q)
         return lambda r, K: top_refined(approx, E, q, r, K, APPROX_EPS)
     frozen = np.zeros(n, np.float32)
-    if len(allowed) < n // 4:  # selective filters: score only the rows that pass, a cache-sized block at a time
-        with one_blas_thread():
-            for i in range(0, len(allowed), GATHER_CHUNK): frozen[allowed[i:i + GATHER_CHUNK]] = E[allowed[i:i + GATHER_CHUNK]] @ q
+    if len(allowed) < n // 4:  # selective filters: score only the rows that pass
+        with one_blas_thread(): frozen[allowed] = gathered_scores(E, allowed, q)
     else: frozen = _matvec(E[:n], q)
     return lambda r, K: ((t := top_rows(frozen, r, K)), frozen[t])
 

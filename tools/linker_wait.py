@@ -2,7 +2,7 @@
 background linker on and off (chapter 20b): one store of N synthetic memories (chapter 26's clustered vectors, encoding
 excluded), then rounds of `add_many` of B new memories, each followed by 20 searches and a close.
 
-    python tools/linker_wait.py [--memories 100000] [--batch 10000] [--rounds 2] [--json]
+    python tools/linker_wait.py [--memories 100000] [--batch 10000] [--rounds 2] [--slice 0.02] [--json]
 
 Each round adds memories no earlier round added, so every round inserts B new rows into a store about as big.
 """
@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from earmem.memory.bench import synthetic_vectors
 from earmem.memory.hygiene import KINDS, HashingEncoder, StoreConfig
+from earmem.memory import sqlite
 from earmem.memory.sqlite import SQLiteBackend
 from earmem.memory.store import MemoryStore
 
@@ -20,8 +21,10 @@ def main():
     ap.add_argument("--memories", type=int, default=100_000, help="memories in the store before the timed rounds")
     ap.add_argument("--batch", type=int, default=10_000, help="memories one timed add_many writes")
     ap.add_argument("--rounds", type=int, default=2, help="timed rounds per setting (linker off, then on, alternating)")
+    ap.add_argument("--slice", type=float, default=None, help="seconds the linker holds the graph at a time (default: LINK_SLICE, 0.02; 100 behaves as the 1,024-vector chunks before it)")
     ap.add_argument("--json", action="store_true", help="print the rounds as JSON")
     a = ap.parse_args()
+    if a.slice is not None: sqlite.LINK_SLICE = a.slice
     dim, kinds, rng = 384, list(KINDS), np.random.default_rng(0)
     settings = [bg for _ in range(a.rounds) for bg in (False, True)]
     E = synthetic_vectors(a.memories + len(settings) * a.batch, dim, rng, synthetic_vectors(1000, dim, rng))

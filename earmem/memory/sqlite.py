@@ -20,8 +20,8 @@ from .sqlite_rows import SQLiteBackend, REQUESTS_SCHEMA, WRITER_FILE, name_fault
 _all_ = ["SQLiteBackend", "REQUESTS_SCHEMA", "WRITER_FILE", "name_fault"]  # `from earmem.memory.sqlite import *` gives them, as before the split
 
 # %% auto #0
-__all__ = ['PENDING_MAX', 'PENDING_HARD', 'LINK_CHUNK', 'OVERSAMPLE', 'FILTER_SLACK', 'DEDUPE_NEIGHBOURS', 'SQLiteBackend',
-           'REQUESTS_SCHEMA', 'WRITER_FILE', 'name_fault']
+__all__ = ['PENDING_MAX', 'PENDING_HARD', 'LINK_CHUNK', 'LINK_SLICE', 'OVERSAMPLE', 'FILTER_SLACK', 'DEDUPE_NEIGHBOURS',
+           'linker_step', 'SQLiteBackend', 'REQUESTS_SCHEMA', 'WRITER_FILE', 'name_fault']
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #208981bc
 def _age(entry: Path, now: float) -> float:
@@ -99,7 +99,8 @@ def load_learner(self: SQLiteBackend, version: str) -> tuple:
 # %% ../../nbs/memory/20b_sqlite.ipynb #98638727
 PENDING_MAX = 4096  # rows a search scans exactly besides the graph's short list before they are added to it
 PENDING_HARD = 16_384  # pending rows beyond which a write waits for the background linker before starting it again
-LINK_CHUNK = 1024   # vectors the background linker adds while it holds the graph (a search waits for at most one chunk)
+LINK_CHUNK = 1024   # most vectors the background linker adds while it holds the graph (and the batch beyond which a dedupe waits for it)
+LINK_SLICE = 0.02   # seconds the linker aims to hold the graph at a time: a search that arrives meanwhile waits about this long
 OVERSAMPLE = 4      # the graph proposes OVERSAMPLE·K rows (at least 40) for the exact rescoring of the top K
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #b5f5528d
@@ -162,6 +163,10 @@ def _land(self: SQLiteBackend):
     self._pending.difference_update(f.rows[gone | same].tolist())
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #3a0396a9
+def linker_step(step: int, held: float) -> int:
+    "The background linker's next chunk after one of `step` vectors held the graph `held` s: sized to hold it `LINK_SLICE` s (at most double or half, 8 to `LINK_CHUNK`)."
+    return int(min(LINK_CHUNK, max(8, step // 2, min(2 * step, step * LINK_SLICE / max(held, 1e-6)))))
+
 @patch
 def _launch(self: SQLiteBackend):
     "Start linking the pending rows into the graph on a thread of its own (see above); waits for the flight under way only beyond `PENDING_HARD` pending rows."
@@ -177,8 +182,11 @@ def _launch(self: SQLiteBackend):
     keys, f = self._seq[rows].copy(), _Flight(None, rows, np.array(ix.E[rows], np.float32), threading.Lock())
     def link():
         try:
-            for i in range(0, len(rows), LINK_CHUNK):
-                with f.lock: self.ann.add(keys[i:i + LINK_CHUNK], f.V[i:i + LINK_CHUNK])
+            i, step = 0, 32
+            while i < len(rows):
+                t0 = time.perf_counter()
+                with f.lock: self.ann.add(keys[i:i + step], f.V[i:i + step])
+                i, step = i + step, linker_step(step, time.perf_counter() - t0)
                 for _ in range(100):  # a lock is not fair: without this the next chunk would take it again before a waiting search
                     if not f.waiting: break
                     time.sleep(0.001)

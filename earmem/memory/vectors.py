@@ -91,9 +91,9 @@ class _Index:
 # %% ../../nbs/memory/19_vectors.ipynb #e924c0bd
 @patch
 def _grow(self: _Index):
-    "Double the capacity of the matrix and the row arrays."
+    "Double the capacity of the matrix and the row arrays; the matrix keeps its type (float16 vectors mapped from the log are copied, not converted)."
     cap = max(256, 2 * len(self.E))
-    E = np.zeros((cap, self.dim), np.float32); E[:self.n] = self.full()[:self.n]; self.E = E
+    E = np.zeros((cap, self.dim), self.E.dtype); E[:self.n] = self.E[:self.n]; self.E = E
     for k, t in self.ARRAYS.items():
         a = np.zeros(cap, t); a[:self.n] = getattr(self, k)[:self.n]; setattr(self, k, a)
 

@@ -365,8 +365,8 @@ def size_bytes(self: SQLiteBackend) -> int:
 
 # %% ../../nbs/memory/20b_sqlite.ipynb #cb808d9e
 @patch
-def lexical(self: SQLiteBackend, text: str, n: int) -> list:
-    "(id, BM25 score > 0) of the `n` best full-text matches of the words of `text` within `lexical_budget` (active ones), best first."
+def _lexical_seqs(self: SQLiteBackend, text: str, n: int) -> list:
+    "(seq, BM25 score > 0) of the `n` best full-text matches of the words of `text` within `lexical_budget`, any status, best first."
     if not self._lexical: return []
     phrase = lambda w: '"' + w.replace('"', '""') + '"'
     count = "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
@@ -376,6 +376,12 @@ def lexical(self: SQLiteBackend, text: str, n: int) -> list:
     if not words: return []
     top = self.db.execute("SELECT rowid, -bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ? ORDER BY bm25(memories_fts) "
                           "LIMIT ?", (" OR ".join(phrase(w) for w in words), int(n))).fetchall()  # ranked without a join: half the time
+    return top
+
+@patch
+def lexical(self: SQLiteBackend, text: str, n: int) -> list:
+    "(id, BM25 score > 0) of the `n` best full-text matches of the words of `text` within `lexical_budget` (active ones), best first."
+    if not (top := self._lexical_seqs(text, n)): return []
     ids = dict(self.db.execute(f"SELECT seq, id FROM memories WHERE status = 'active' AND seq IN ({', '.join('?' * len(top))})",
                                [s for s, _ in top]).fetchall())
     return [(ids[s], score) for s, score in top if s in ids]
@@ -397,8 +403,9 @@ def _allowed_lexical(self: SQLiteBackend, text: str, K: int, allowed: np.ndarray
     "{row: BM25} of the K best full-text matches among `allowed` rows: 4K asked, ×4 more while filters keep too few."
     ix, n = self.index, 4 * K
     while True:
-        got = self.lexical(text, n)
-        lex = {ix.pos[i]: s for i, s in got if i in ix.pos and allowed[ix.pos[i]]}
+        got = self._lexical_seqs(text, n)  # the mirror's rows by seq: no id map to build, no query for the ids
+        rows = self._rows_of(np.fromiter((seq for seq, _ in got), np.int64, len(got)))
+        lex = {int(r): s for r, (_, s) in zip(rows, got) if r >= 0 and allowed[r]}
         if len(lex) >= K or len(got) < n or n >= self.lexical_budget: return dict(list(lex.items())[:K])
         n = min(4 * n, self.lexical_budget)
 

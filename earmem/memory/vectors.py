@@ -83,7 +83,8 @@ class _Index:
     @property
     def pos(self) -> dict:
         "Memory id → row; built from `ids` on first use when the mirror was opened without it (chapter 19b: a million ids take a second)."
-        if self._pos is None: self._pos = {m: p for p, m in enumerate(self.ids) if m is not None}
+        if self._pos is None:
+            self._pos = dict(zip(self.ids, range(len(self.ids)))); self._pos.pop(None, None)  # ids are unique; None marks an erased row
         return self._pos
     @pos.setter
     def pos(self, value: dict | None): self._pos = value

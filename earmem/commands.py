@@ -107,7 +107,7 @@ def _add_add(sub):
 def _cmd_search(a):
     if a.explain and a.json: raise ValueError("explain: --explain and --json are two different outputs; choose one")
     with _store_from_args(a) as s:
-        hits = s.search(a.query, k=a.k, touch=not a.no_touch, **_filters(a))
+        hits = s.search(a.query, k=a.k, touch=a.touch, **_filters(a))
     if a.json: return _emit(a, {"query": a.query, "k": a.k, "filters": _filters(a), "hits": [asdict(h) for h in hits],
                                 "conflicts": hits.conflicts}, "")
     if a.explain: print(hits.explain()); return
@@ -120,7 +120,8 @@ def _add_search(sub):
     _filter_options(sp)
     sp.add_argument("query", help="the question or task description")
     sp.add_argument("--explain", action="store_true", help="show every score component")
-    sp.add_argument("--no-touch", action="store_true", help="do not refresh the hits' last-access time")
+    sp.add_argument("--touch", action="store_true", help="refresh the hits' last-access time (a write; off by default, as in MemoryStore.search)")
+    sp.add_argument("--no-touch", action="store_false", dest="touch", help="the default: leave the hits' last-access time alone (kept for scripts)")
 
 # %% ../nbs/cli/32_commands.ipynb #8f053a15
 def _cmd_inject(a):

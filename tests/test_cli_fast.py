@@ -51,3 +51,19 @@ def test_report_names_differ_by_what_ran(tmp_path):
     (tmp_path / "r.json").write_text("{}")
     assert unused_path(tmp_path / "r.json") == tmp_path / "r-2.json"
     assert unused_path(tmp_path / "r.json", force=True) == tmp_path / "r.json"
+
+
+def test_search_leaves_access_times_alone_unless_asked(tmp_path, capsys):
+    "`earmem memory search` reads, as `MemoryStore.search` does by default; `--touch` refreshes the hits' last access."
+    from earmem.cli import main
+    from earmem.memory.store import MemoryStore
+    store = str(tmp_path / "mem")
+    assert main(["memory", "add", "Dana chose Postgres", "--kind", "decision", "-s", store, "--encoder", "hashing",
+                 "--timestamp", "2024-01-02"]) == 0
+    accessed = lambda: MemoryStore(store, readonly=True).get("m1").last_access
+    before = accessed()
+    for flags in ([], ["--no-touch"]):
+        assert main(["memory", "search", "what did Dana choose", "-s", store, *flags]) == 0
+        assert accessed() == before, flags
+    assert main(["memory", "search", "what did Dana choose", "-s", store, "--touch"]) == 0
+    assert accessed() > before

@@ -1,0 +1,72 @@
+"README.md stays short, CHANGELOG.md has a section per version, and the README's shell blocks name only real commands."
+import configparser, contextlib, io, re, shlex
+from pathlib import Path
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README, CHANGELOG = ROOT/'README.md', ROOT/'CHANGELOG.md'
+MAX_README_LINES = 200      # issue 35: the rest lives in the docs (nbs/guide.ipynb, nbs/results.ipynb) and CHANGELOG.md
+_version = re.compile(r'^## (\d+\.\d+\.\d+)\b', re.M)
+
+def _key(v: str) -> tuple: return tuple(map(int, v.split('.')))
+
+def test_readme_is_short():
+    n = len(README.read_text(encoding='utf-8').splitlines())
+    assert n <= MAX_README_LINES, f'README.md has {n} lines (at most {MAX_README_LINES}): move detail to nbs/guide.ipynb or nbs/results.ipynb'
+
+def test_changelog_has_a_section_per_version_newest_first():
+    text = CHANGELOG.read_text(encoding='utf-8')
+    versions = _version.findall(text)
+    assert versions, 'CHANGELOG.md has no "## X.Y.Z" version headings'
+    assert len(set(versions)) == len(versions), f'a version has two sections: {versions}'
+    assert versions == sorted(versions, key=_key, reverse=True), f'versions not newest first: {versions}'
+    cfg = configparser.ConfigParser(); cfg.read(ROOT/'settings.ini')
+    current = cfg['DEFAULT']['version']
+    assert current in versions, f"settings.ini's version {current} has no section in CHANGELOG.md"
+    sections = re.split(r'^## ', text, flags=re.M)[1:]
+    empty = [s.splitlines()[0] for s in sections if not s.partition('\n')[2].strip()]
+    assert not empty, f'empty CHANGELOG sections: {empty}'
+
+def test_readme_links_the_changelog_and_no_ci_only_paths():
+    text = README.read_text(encoding='utf-8')
+    assert 'CHANGELOG.md' in text
+    assert '../shared' not in text, 'README points at ../shared, a folder only CI has'
+    assert '## Changes' not in text, 'release notes belong in CHANGELOG.md'
+
+def _help(argv) -> str:
+    "What `earmem ARGV --help` prints (through the console script's entry point, in this process)"
+    from earmem.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit): main([*argv, '--help'])
+    return out.getvalue()
+
+def _choices(help_text: str) -> set:
+    "The sub-commands a help text lists under its positional arguments (`    search      search memories`)"
+    pos = help_text.split('positional arguments:', 1)[-1].split('\noptions:', 1)[0]
+    return set(re.findall(r'^ {4}([a-z][\w-]*)', pos, re.M))
+
+def _earmem_words(readme: str) -> list[list[str]]:
+    "The first two words after `earmem` on each command line of the README's sh/bash blocks"
+    found = []
+    for block in re.findall(r'```(?:sh|bash|shell|console)\n(.*?)```', readme, re.S):
+        for line in block.splitlines():
+            line = line.split('#', 1)[0].lstrip('$ ').strip()
+            for part in re.split(r'&&|\|\||;|\|', line):
+                try: words = shlex.split(part)
+                except ValueError: continue
+                while words and re.match(r'^[A-Z_][A-Z0-9_]*=', words[0]): words.pop(0)   # VAR=value earmem ...
+                if words[:1] == ['earmem']:
+                    found.append([w for w in words[1:] if not w.startswith('-')][:2])
+    return found
+
+def test_readme_commands_exist():
+    lines = _earmem_words(README.read_text(encoding='utf-8'))
+    assert lines, 'no earmem command in the README'
+    top = _choices(_help([]))
+    assert {'memory', 'reproduce', 'data', 'serve'} <= top, top
+    for words in lines:
+        if not words: continue
+        assert words[0] in top, f'README: `earmem {" ".join(words)}`: no command {words[0]!r} (earmem --help lists {sorted(top)})'
+        if len(words) > 1:
+            sub = _choices(_help(words[:1]))
+            assert words[1] in sub, f'README: `earmem {" ".join(words)}`: `earmem {words[0]} --help` lists {sorted(sub)}'

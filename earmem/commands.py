@@ -9,13 +9,13 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Callable
 from .core import Encoder
-from .memory.hygiene import KINDS, STORES, HashingEncoder, normalise_item
+from .memory.rules.hygiene import KINDS, STORES, HashingEncoder, normalise_item
 import numpy as np
-from .memory.vectors import FILTER_FIELDS
+from .memory.index.mirror import FILTER_FIELDS
 
 def _store_class():
     "`MemoryStore` with every chapter that files methods on it (chat, trust, consolidation), imported on first use so `earmem --help` loads no store."
-    from earmem.memory.consolidate import MemoryStore  # imports the store, chat ingestion and trust
+    from earmem.memory.store.consolidate import MemoryStore  # imports the store, chat ingestion and trust
     return MemoryStore
 
 
@@ -171,7 +171,7 @@ def _bench_compare(a):
 
 def _cmd_bench(a):
     if a.compare: return _bench_compare(a)
-    from earmem.memory.bench import benchmark_store, bench_postgres, bench_table
+    from earmem.memory.measure.bench import benchmark_store, bench_postgres, bench_table
     if a.backend == "sqlite":
         rows = benchmark_store(sizes=tuple(a.sizes), dim=a.dim, n_queries=a.queries, progress=not a.quiet)
     else:
@@ -245,7 +245,7 @@ def _add_delete(sub):
 
 # %% ../nbs/cli/32_commands.ipynb #1589a3c8
 def _cmd_get(a):
-    from earmem.memory.agent import record_json
+    from earmem.memory.store.agent_view import record_json
     with _store_from_args(a, readonly=True) as s: r = s.get(a.id)
     _emit(a, record_json(r), f"[{r.id}] {r.timestamp[:10]} {r.kind} ({r.status}): {r.text}")
 
@@ -255,7 +255,7 @@ def _add_get(sub):
 
 # %% ../nbs/cli/32_commands.ipynb #bb4d3b4f
 def _cmd_list(a):
-    from earmem.memory.agent import MemoryTools
+    from earmem.memory.store.agent_view import MemoryTools
     with _store_from_args(a, readonly=True) as s:
         page = MemoryTools(s).list(limit=a.limit, offset=a.offset, include_retracted=a.include_retracted, **_filters(a))
     lines = [f"[{m['id']}] {m['timestamp'][:10]} {m['kind']}: {m['text']}" for m in page["memories"]]
@@ -272,7 +272,7 @@ def _add_list(sub):
 
 # %% ../nbs/cli/32_commands.ipynb #5541cff0
 def _cmd_users(a):
-    from earmem.memory.users import list_namespaces
+    from earmem.memory.service.users import list_namespaces
     names = list_namespaces(a.store)
     _emit(a, {"users": names}, "\n".join(names) if names else f"no memory store at {a.store}")
 
@@ -336,7 +336,7 @@ def _add_compact(sub):
 
 # %% ../nbs/cli/32_commands.ipynb #7054d3a4
 def _cmd_rollback(a):
-    import earmem.memory.trust  # noqa: F401  — MemoryStore.rollback, health and feedback_log
+    import earmem.memory.store.trust  # noqa: F401  — MemoryStore.rollback, health and feedback_log
     with _store_from_args(a, readonly=a.list) as s:
         out = {"feedback": s.feedback_log()} if a.list else s.rollback(to=a.to)
         out["health"] = s.health()
@@ -459,7 +459,7 @@ def _add_import(sub):
 
 # %% ../nbs/cli/32_commands.ipynb #b5e0d011
 _MOVED_NAMES = {**dict.fromkeys(("download_data", "data_report", "DATA_SOURCES", "DataSource"), "earmem.data_commands"),
-                "migrate_store": "earmem.memory.migrate"}   # moved in 0.3.2; the old names go in 0.4
+                "migrate_store": "earmem.memory.service.migrate"}   # moved in 0.3.2; the old names go in 0.4
 
 def __getattr__(name: str):
     "A name that moved (`_MOVED_NAMES`), from its new module, with a DeprecationWarning (PEP 562)."
@@ -469,7 +469,7 @@ def __getattr__(name: str):
 
 # %% ../nbs/cli/32_commands.ipynb #c4ecaecb
 def _cmd_migrate(a):
-    from earmem.memory.migrate import migrate_store  # on use: --help loads no store
+    from earmem.memory.service.migrate import migrate_store  # on use: --help loads no store
     r = migrate_store(a.src, a.dst, a.src_namespace, a.dst_namespace)
     _emit(a, r, f"migrated {r['memories']} memories, {r['audit']} audit entries, {r['feedback']} feedback rows and "
                 f"learner {r['learner'] or '(none)'} from {r['src']} to {r['dst']}; check {'ok' if r['check'] else 'FAILED'}")

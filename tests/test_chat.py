@@ -1,7 +1,7 @@
 "Chat ingestion through MemoryStore.add_messages (issue 20): rules offline by default, an LLM extractor over a fake client."
 import json
 from earmem.memory import MemoryStore, LLMExtractor
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
 
 CHAT = [{"role": "user", "name": "Dana", "content": "The team standup is at 4pm. I'm flying to Lisbon tomorrow."},
         {"role": "assistant", "content": "Noted."},

@@ -3,7 +3,7 @@ whole. Fast: the switch primitive with hashing encoders (a fault between the com
 process following the switch). Slow: SIGKILL at random moments of `consolidate()` on the bundled MiniLM, and of the switch alone.
 
 Each kill aims at a phase (start, fine-tuning, re-embedding, the switch transaction, after the commit) measured by one traced run,
-and the verdicts are counted per phase the kill landed in (the child's trace says). PostgreSQL (chapter 25b, the `pg_url` server):
+and the verdicts are counted per phase the kill landed in (the child's trace says). PostgreSQL (chapter 20e, the `pg_url` server):
 the switch and revert, readers on the old vectors while new ones are staged, a crash inside the switch transaction, and (slow) a
 SIGKILL loop over the staging and the switch. CI size: 5 trials each. Full run (>= 50 trials each):
     EARMEM_REQUIRE_POSTGRES=1 EARMEM_CONSOLIDATE_CRASH_TRIALS=50 nice -n 10 pytest -q -m slow tests/test_consolidate.py -k sigkill -s"""
@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import earmem.memory.consolidate as cons
+import earmem.memory.store.consolidate as cons
 from earmem.memory import MemoryStore
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
-from earmem.memory.storage import MANIFEST_NAME
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.backends.boundary import MANIFEST_NAME
 
 TRIALS = int(os.environ.get("EARMEM_CONSOLIDATE_CRASH_TRIALS", "5"))
 A, B = HashingEncoder(64, 0), HashingEncoder(64, 1)
@@ -67,7 +67,7 @@ def test_a_reader_follows_a_switch_made_by_another_process(tmp_path):
     before = reader.search("memory number 3", k=1).ids
     code = textwrap.dedent(f"""
         from earmem.memory import MemoryStore
-        from earmem.memory.hygiene import HashingEncoder
+        from earmem.memory.rules.hygiene import HashingEncoder
         st = MemoryStore({str(tmp_path / 's')!r}); b = HashingEncoder(64, 1)
         st.switch_encoder(b, b.model_id, {{"base": st.manifest["encoder"], "key": "k2"}}, progress=False); st.close()""")
     subprocess.run([sys.executable, "-c", code], check=True, env=ENV, timeout=120)
@@ -93,7 +93,7 @@ def test_a_backend_that_cannot_stage_is_refused():
     with pytest.raises(NotImplementedError, match="cannot stage new vectors"): MemoryStore._refuse_url(U(), "consolidate")
 
 
-# ================================================================================================ PostgreSQL (chapter 25b)
+# ================================================================================================ PostgreSQL (chapter 20e)
 def _pg(pg_url, enc=A):
     import uuid
     st = MemoryStore(pg_url, encoder=enc, namespace="c" + uuid.uuid4().hex[:10], config=StoreConfig(min_relevance=-1))
@@ -150,7 +150,7 @@ PHASES = ("start", "train", "re-embed", "switch", "committed", "finished")  # wh
 
 TRACE = """
 import os, sys, time
-import earmem.memory.consolidate as C
+import earmem.memory.store.consolidate as C
 trace = open({trace!r}, "a", buffering=1)
 last = ["start"]
 def mark(p): last[0] = p; trace.write(f"{{p}} {{time.time()}}\\n")
@@ -226,7 +226,7 @@ def _timed(code, template, tmp_path) -> tuple:
 
 SWITCH = """
 from earmem.memory import MemoryStore
-from earmem.memory.hygiene import HashingEncoder
+from earmem.memory.rules.hygiene import HashingEncoder
 st = MemoryStore({path!r}); b = HashingEncoder(64, 1)
 st.switch_encoder(b, b.model_id, {{"base": st.manifest["encoder"], "key": "kx"}}, progress=False)"""
 
@@ -263,13 +263,13 @@ def test_sigkill_during_consolidate(tmp_path):
 
 # ================================================================================================ slow: PostgreSQL
 PG_TRACE = """
-import earmem.memory.pg_consolidate as PGC
+import earmem.memory.backends.postgres_staging as PGC
 before(PGC.PostgresBackend, "stage_vectors", "stage"); before(PGC.PostgresBackend, "switch_vectors", "switch")
 """
 
 PG_SWITCH = """
 from earmem.memory import MemoryStore
-from earmem.memory.hygiene import HashingEncoder
+from earmem.memory.rules.hygiene import HashingEncoder
 st = MemoryStore({url!r}, namespace={ns!r}); b = HashingEncoder(64, 1)
 st.switch_encoder(b, b.model_id, {{"base": st.manifest["encoder"], "key": "kx"}}, progress=False)"""
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from earmem.memory.hygiene import DAY, HashingEncoder, StoreConfig, to_epoch
+from earmem.memory.rules.hygiene import DAY, HashingEncoder, StoreConfig, to_epoch
 from earmem.memory.store import MemoryStore
-from earmem.memory.storage import redact_url
+from earmem.memory.backends.boundary import redact_url
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 64
@@ -57,11 +57,11 @@ def fill(st):
 
 def test_persistence_across_reopen(loc):
     st = loc.open(); ids = fill(st)
-    before = st.search("which database did Dana choose?", k=3, touch=False)
+    before = st.search("which database did Dana choose?", k=3)
     st.close()
     st = loc.open(encoder=False)  # the encoder comes back from the manifest
     assert isinstance(st.encoder, HashingEncoder) and len(st) == len(NOTES) and all(i in st for i in ids)
-    after = st.search("which database did Dana choose?", k=3, touch=False)
+    after = st.search("which database did Dana choose?", k=3)
     assert after.ids == before.ids and len(after) == 3
     np.testing.assert_allclose([h.score for h in after], [h.score for h in before], atol=1e-6)
     assert [r.text for r in st.records()] == [n[0] for n in NOTES]
@@ -73,9 +73,9 @@ SECOND = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from earmem.memory.store import MemoryStore
-from earmem.memory.storage import redact_url
+from earmem.memory.backends.boundary import redact_url
 st = MemoryStore(sys.argv[2], namespace=sys.argv[3])
-hits = st.search("which database did Dana choose?", k=2, touch=False)
+hits = st.search("which database did Dana choose?", k=2)
 r = st.add("Written by the second process about Kafka", "fact", ["Kafka"])
 print(json.dumps({"ids": hits.ids, "len": len(st), "new": r.id}))
 st.close()
@@ -84,13 +84,13 @@ st.close()
 
 def test_a_second_process_reads_and_writes(loc):
     st = loc.open(); fill(st)
-    here = st.search("which database did Dana choose?", k=2, touch=False).ids
+    here = st.search("which database did Dana choose?", k=2).ids
     out = subprocess.run([sys.executable, "-c", SECOND, str(ROOT), loc.where, loc.namespace], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["ids"] == here and got["len"] == len(NOTES) + 1  # counted after its own add
-    assert got["new"] in st and st.search("Kafka", k=1, touch=False).ids == [got["new"]]  # this store sees its commit
+    assert got["new"] in st and st.search("Kafka", k=1).ids == [got["new"]]  # this store sees its commit
     assert len(st) == len(NOTES) + 1
     st.close()
 
@@ -114,7 +114,7 @@ def test_updates_supersede_with_history(loc):
     a = st.add("The standup moved to 4pm", "decision")
     b = st.add("The standup moved to 3pm", "decision")
     assert (b.action, b.supersedes) == ("updated", a.id)
-    assert [h.text for h in st.search("when is the standup?", touch=False)] == ["The standup moved to 3pm"]
+    assert [h.text for h in st.search("when is the standup?")] == ["The standup moved to 3pm"]
     assert (st.get(a.id).status, st.get(a.id).metadata, st.get(b.id).metadata) == ("superseded", {"superseded_by": b.id}, {"supersedes": a.id})
     assert [(h["id"], h["action"]) for h in st.history(b.id)] == [(a.id, "insert"), (b.id, "insert"), (a.id, "supersede")]
     assert st.stats()["superseded"] == 1 and st.check()["ok"]
@@ -129,9 +129,9 @@ def test_update_retract_delete(loc):
     clock[0] += 5 * DAY
     rec = st.update(ids[1], text="Dana prefers short answers, code first, no preamble", reason="sharper")
     assert rec.timestamp == created and "no preamble" in rec.text  # the time of formation is kept
-    assert st.search("answers code preamble", k=1, touch=False).ids == [ids[1]]
+    assert st.search("answers code preamble", k=1).ids == [ids[1]]
     corr = st.retract(ids[2], "wrong region", correction="The orders service runs on Postgres 16 in us-east-1")
-    assert st.get(ids[2]).status == "retracted" and ids[2] not in st.search("orders region", k=6, touch=False).ids
+    assert st.get(ids[2]).status == "retracted" and ids[2] not in st.search("orders region", k=6).ids
     assert st.get(corr.id).metadata["corrects"] == ids[2]
     st.delete(ids[3])
     assert ids[3] not in st and [h["action"] for h in st.history(ids[3])] == ["insert", "delete"]
@@ -144,31 +144,31 @@ def test_search_filters(loc):
     st = loc.open(config=StoreConfig(min_relevance=-1.0))
     ids = fill(st)
     q = "Dana orders Postgres Lee"
-    assert {h.kind for h in st.search(q, k=6, kinds=["fact"], touch=False)} == {"fact"}
-    assert set(st.search(q, k=6, entities=["lee"], touch=False).ids) == {ids[3], ids[5]}  # case-insensitive
-    assert set(st.search(q, k=6, since="2026-03-01", touch=False).ids) == {ids[0], ids[4], ids[5]}
-    assert set(st.search(q, k=6, until="2026-01-31", touch=False).ids) == {ids[2], ids[3]}
-    assert {h.store for h in st.search(q, k=6, store="episodic", touch=False)} == {"episodic"}
-    assert st.search(q, k=6, kinds=["correction"], touch=False).ids == []
+    assert {h.kind for h in st.search(q, k=6, kinds=["fact"])} == {"fact"}
+    assert set(st.search(q, k=6, entities=["lee"]).ids) == {ids[3], ids[5]}  # case-insensitive
+    assert set(st.search(q, k=6, since="2026-03-01").ids) == {ids[0], ids[4], ids[5]}
+    assert set(st.search(q, k=6, until="2026-01-31").ids) == {ids[2], ids[3]}
+    assert {h.store for h in st.search(q, k=6, store="episodic")} == {"episodic"}
+    assert st.search(q, k=6, kinds=["correction"]).ids == []
     with pytest.raises(ValueError, match="kinds"): st.search(q, kinds=["gossip"])
     st.close()
 
 
 def test_relevance_floor_and_k(loc):
     st = loc.open(config=StoreConfig(min_relevance=-1.0)); fill(st)
-    all6 = st.search("Dana database choice", k=6, touch=False)
+    all6 = st.search("Dana database choice", k=6)
     assert len(all6) == 6 and [h.rank for h in all6] == list(range(1, 7))
     assert all(a.score >= b.score for a, b in zip(list(all6), list(all6)[1:]))
     floor = sorted(h.relevance for h in all6)[3]
-    high = st.search("Dana database choice", k=6, min_relevance=floor, touch=False)
+    high = st.search("Dana database choice", k=6, min_relevance=floor)
     assert 0 < len(high) < 6 and all(h.relevance >= floor for h in high)
-    assert len(st.search("Dana database choice", k=2, touch=False)) == 2
+    assert len(st.search("Dana database choice", k=2)) == 2
     st.close()
 
 
 def test_inject_budget(loc):
     st = loc.open(config=StoreConfig(min_relevance=-1.0)); fill(st)
-    hits = st.search("What did Dana decide about orders?", k=6, touch=False)
+    hits = st.search("What did Dana decide about orders?", k=6)
     for budget in (10, 40, 400):
         block = st.inject(hits, budget)
         assert block.tokens <= budget and st.count_tokens(block) <= budget
@@ -179,7 +179,7 @@ def test_inject_budget(loc):
 def feedback_rounds(st, n, seed=0):
     rng = np.random.default_rng(seed)
     for i in range(n):
-        hits = st.search(["Dana database", "Lee Lisbon", "orders failure"][i % 3], k=4, touch=False)
+        hits = st.search(["Dana database", "Lee Lisbon", "orders failure"][i % 3], k=4)
         st.feedback(hits, cited=[hits.ids[int(rng.integers(len(hits)))]])
 
 
@@ -189,15 +189,15 @@ def test_feedback_learning_survives_reopen_and_repair(loc):
     s = st.stats()
     assert s["feedback"] == 6 and s["learner_steps"] == 6 and s["learner"]
     q = "Dana database"
-    scores = [h.score for h in st.search(q, k=4, touch=False)]
+    scores = [h.score for h in st.search(q, k=4)]
     st.close()  # checkpoints the 2 unsaved feedbacks
     st = loc.open()
     s2 = st.stats()
     assert (s2["learner_steps"], s2["feedback"], s2["learner"]) == (6, 6, st._learner_version) and s2["learner"].startswith("v")
-    np.testing.assert_allclose([h.score for h in st.search(q, k=4, touch=False)], scores, atol=1e-5)
+    np.testing.assert_allclose([h.score for h in st.search(q, k=4)], scores, atol=1e-5)
     rep = st.repair()
     assert (rep["feedback"], rep["replayed"], rep["steps"]) == (6, 6, 6)
-    np.testing.assert_allclose([h.score for h in st.search(q, k=4, touch=False)], scores, atol=1e-4)
+    np.testing.assert_allclose([h.score for h in st.search(q, k=4)], scores, atol=1e-4)
     st.close()
 
 
@@ -205,10 +205,10 @@ def test_a_second_store_learns_from_the_log(loc):
     a = loc.open(config=StoreConfig(min_relevance=-1.0, checkpoint_every=100)); fill(a)
     b = loc.open()
     feedback_rounds(a, 3)  # not yet checkpointed: b must replay the log
-    b.search("Dana", k=1, touch=False)
+    b.search("Dana", k=1)
     assert b.stats()["learner_steps"] == 3 == a.stats()["learner_steps"]
     feedback_rounds(b, 2, seed=1)
-    a.search("Dana", k=1, touch=False)
+    a.search("Dana", k=1)
     assert a.stats()["learner_steps"] == 5 == b.stats()["feedback"]
     a.close(); b.close()
 
@@ -230,8 +230,8 @@ def test_namespaces(loc):  # a folder keeps namespaces in sub-folders; PostgreSQ
     rb = b.add("Lee picked DynamoDB for sessions", "decision", ["Lee"])
     assert ra.id == rb.id == "m1"  # ids are per namespace
     assert (len(a), len(b)) == (1, 1) and a.get("m1").text != b.get("m1").text
-    assert a.search("database", k=5, touch=False).ids == ["m1"] and "Lee" not in a.search("database", k=5, touch=False)[0].text
-    feedback_rounds_ns = a.search("database", k=1, touch=False)
+    assert a.search("database", k=5).ids == ["m1"] and "Lee" not in a.search("database", k=5)[0].text
+    feedback_rounds_ns = a.search("database", k=1)
     a.feedback(feedback_rounds_ns, cited=["m1"])
     assert (a.stats()["feedback"], b.stats()["feedback"], b.stats()["learner_steps"]) == (1, 0, 0)
     with pytest.raises(FileNotFoundError, match="no memory store"): loc.other(loc.namespace + "-none").open(readonly=True)
@@ -252,7 +252,7 @@ def test_same_ranking_on_both_backends(pg_url, tmp_path, retriever):
     stores = [l.open(clock=lambda: clock[0], config=StoreConfig(min_relevance=-1.0, retriever=retriever)) for l in locs]
     for st in stores: fill(st)
     for q in ("which database did Dana choose?", "Lisbon", "orders failure"):
-        got = [st.search(q, k=4, touch=False) for st in stores]
+        got = [st.search(q, k=4) for st in stores]
         assert got[0].ids == got[1].ids
         np.testing.assert_allclose([h.score for h in got[0]], [h.score for h in got[1]], atol=LEXICAL_TOL[retriever])
     for st in stores: st.close()
@@ -298,7 +298,7 @@ def test_many_processes_on_one_postgres_store(pg_url):
 def test_a_reader_searches_and_never_writes(loc):
     st = loc.open(); ids = fill(st)
     reader = MemoryStore(loc.where, namespace=loc.namespace, readonly=True)
-    assert reader.search("Dana database", k=2, touch=False).ids == st.search("Dana database", k=2, touch=False).ids
+    assert reader.search("Dana database", k=2).ids == st.search("Dana database", k=2).ids
     with pytest.raises(PermissionError, match="read-only"): reader.add("nope", "fact")
     st.delete(ids[0])
     assert ids[0] not in reader and len(reader) == len(NOTES) - 1  # the reader follows the writer's commits
@@ -323,7 +323,7 @@ def test_a_url_without_psycopg_says_what_to_install():
 @pytest.mark.parametrize("retriever", ["dense", "hybrid"])
 def test_migrate_round_trip_sqlite_postgres_sqlite(pg_url, tmp_path, retriever):
     "SQLite → PostgreSQL (the CLI) → SQLite (the function): the same search results, history, feedback log and learner."
-    from earmem.memory.migrate import migrate_store
+    from earmem.memory.service.migrate import migrate_store
     now = lambda: to_epoch("2026-03-20")
     cfg = StoreConfig(min_relevance=-1.0, checkpoint_every=2, retriever=retriever)
     src = Location("sqlite", tmp_path / "src").open(clock=now, config=cfg)
@@ -331,9 +331,9 @@ def test_migrate_round_trip_sqlite_postgres_sqlite(pg_url, tmp_path, retriever):
     src.update(ids[1], text="Dana prefers long answers with the reasoning first", reason="changed her mind")
     src.delete(ids[3])
     for q in ("which database did Dana choose?", "Lisbon", "how does Dana like answers?"):
-        hits = src.search(q, k=3, touch=False); src.feedback(hits, cited=hits.ids[:1])
+        hits = src.search(q, k=3); src.feedback(hits, cited=hits.ids[:1])
     queries = ("which database did Dana choose?", "orders failure", "Lee", "answers style")
-    before = [src.search(q, k=4, touch=False) for q in queries]
+    before = [src.search(q, k=4) for q in queries]
     src_stats, src_rows, src_trail = src.stats(), len(src._backend.dump_rows()), src.history(ids[1]); src.close()
     ns = f"t-{uuid.uuid4().hex[:12]}"
     out = subprocess.run([sys.executable, "-m", "earmem.cli", "memory", "migrate", str(tmp_path / "src"), pg_url,
@@ -344,7 +344,7 @@ def test_migrate_round_trip_sqlite_postgres_sqlite(pg_url, tmp_path, retriever):
     back = migrate_store(pg_url, tmp_path / "back", src_namespace=ns)
     for where in (Location("postgres", pg_url, ns), Location("sqlite", tmp_path / "back")):
         st = where.open(encoder=True, clock=now, config=cfg)
-        after = [st.search(q, k=4, touch=False) for q in queries]
+        after = [st.search(q, k=4) for q in queries]
         assert [h.ids for h in after] == [h.ids for h in before], where.kind
         np.testing.assert_allclose([h.score for r in after for h in r], [h.score for r in before for h in r], err_msg=where.kind,
                                    atol=LEXICAL_TOL[retriever] if where.kind == "postgres" else 1e-6)  # SQLite → SQLite: the same numbers
@@ -372,18 +372,18 @@ def test_hybrid_candidates_find_the_rare_word_and_learn(loc):
         cfg = StoreConfig(min_relevance=-1.0, retriever=retriever, lexical_weight=0.5, checkpoint_every=1)
         st = where.open(config=cfg, clock=now)
         st.add_many(items, embeddings=E)
-        hits = st.search("what is the flamingo code?", k=3, touch=False)
+        hits = st.search("what is the flamingo code?", k=3)
         found[retriever] = hits.ids
         if retriever == "hybrid":
             assert hits.candidates.base is not None and hits.candidates.scale == 1.0
             st.feedback(hits, cited=["target"])
-            after = st.search("what is the flamingo code?", k=3, touch=False)
+            after = st.search("what is the flamingo code?", k=3)
             st.close()
             st = where.open(encoder=False, clock=now)                 # a reopened store: the same learner
-            again = st.search("what is the flamingo code?", k=3, touch=False)
+            again = st.search("what is the flamingo code?", k=3)
             assert again.ids == after.ids and np.allclose([h.score for h in again], [h.score for h in after])
             assert st.repair()["steps"] == 1
-            again2 = st.search("what is the flamingo code?", k=3, touch=False)   # rebuilt from the log: same scores
+            again2 = st.search("what is the flamingo code?", k=3)   # rebuilt from the log: same scores
             assert np.allclose([h.score for h in again2], [h.score for h in after])
         st.close()
     assert "target" not in found["dense"] and "target" in found["hybrid"], found
@@ -395,12 +395,12 @@ def test_hybrid_keeps_filters_and_the_balance_of_stores(loc):
     st = loc.open(config=StoreConfig(min_relevance=-1.0, retriever="hybrid", candidates=4, balanced=True))
     fill(st)
     st.add("Lee and Dana had a long chat about Lisbon walks", "episode", ["Lee"], timestamp="2026-03-12")
-    hits = st.search("Lisbon walks with Lee", k=4, touch=False)
+    hits = st.search("Lisbon walks with Lee", k=4)
     assert sorted(m.store for m in hits.candidates.memories) == ["episodic", "episodic", "semantic", "semantic"]
-    assert {h.kind for h in st.search("Dana orders", k=5, kinds=["failure", "decision"], touch=False)} <= {"failure", "decision"}
+    assert {h.kind for h in st.search("Dana orders", k=5, kinds=["failure", "decision"])} <= {"failure", "decision"}
     with warnings.catch_warnings():
         warnings.simplefilter("error")                                        # no NaN warnings from an empty candidate set
-        assert len(st.search("Lisbon", kinds=["correction"], touch=False)) == 0
+        assert len(st.search("Lisbon", kinds=["correction"])) == 0
     st.close()
 
 
@@ -413,8 +413,8 @@ def test_a_selective_filter_keeps_its_lexical_matches(loc):
     st = loc.open(config=StoreConfig(min_relevance=-1.0, retriever="hybrid", lexical_weight=0.5, candidates=4))
     st.add_many(items, embeddings=E)
     q = st.encoder.encode_queries(["heron"])[0]
-    assert "target" not in st.search(q, k=3, entities=["Bo"], touch=False).ids   # the dense side alone misses it
-    hits = st.search("heron", k=3, entities=["Bo"], touch=False)              # 60 better matches name Al only
+    assert "target" not in st.search(q, k=3, entities=["Bo"]).ids   # the dense side alone misses it
+    hits = st.search("heron", k=3, entities=["Bo"])              # 60 better matches name Al only
     assert "target" in hits.ids and {e for h in hits for e in h.entities} == {"Bo"}, hits.ids
     st.close()
 
@@ -425,20 +425,20 @@ def test_a_word_too_common_for_the_lexical_budget_is_left_to_the_dense_side(loc)
     st = loc.open(config=StoreConfig(min_relevance=-1.0, retriever="hybrid", lexical_weight=0.5))
     st.add_many(items, embeddings=E)
     q = st.encoder.encode_queries(["common"])[0]
-    dense = st.search(q, k=3, touch=False)                                # an embedding: dense candidates
-    assert all("common" in h.text for h in st.search("common", k=3, touch=False))   # 21 matches: within the default budget
+    dense = st.search(q, k=3)                                # an embedding: dense candidates
+    assert all("common" in h.text for h in st.search("common", k=3))   # 21 matches: within the default budget
     st._backend.lexical_budget = 10
     if loc.kind == "postgres": st._backend._q("ANALYZE {s}.memories")   # its word counts are the planner's estimates
-    narrowed = st.search("common", k=3, touch=False)                      # 21 matches > 10: the dense side alone
+    narrowed = st.search("common", k=3)                      # 21 matches > 10: the dense side alone
     assert narrowed.ids == dense.ids and np.allclose([h.score for h in narrowed], [h.score for h in dense])
-    assert "target" in st.search("common flamingo", k=3, touch=False).ids   # the rare word is still asked for
+    assert "target" in st.search("common flamingo", k=3).ids   # the rare word is still asked for
     st.close()
 
 
 def test_the_backend_keeps_the_storage_protocol(loc):
     "The store's backend is a StorageBackend: every member of the protocol, with a signature the store can call."
     import inspect
-    from earmem.memory.storage import StorageBackend, contract_problems, protocol_members
+    from earmem.memory.backends.boundary import StorageBackend, contract_problems, protocol_members
     st = loc.open(); fill(st)
     b = st._backend
     assert isinstance(b, StorageBackend) and contract_problems(b) == [] and contract_problems(type(b)) == []
@@ -474,9 +474,9 @@ def test_metadata_filters(loc, retriever):
     st = loc.open(config=StoreConfig(min_relevance=-1.0, retriever=retriever))
     ids = fill_meta(st)
     for flt, want in METADATA_FILTERS:
-        got = st.search("orders billing Lisbon", k=10, filters=flt, touch=False)
+        got = st.search("orders billing Lisbon", k=10, filters=flt)
         assert sorted(got.ids) == sorted(ids[i] for i in want), flt
-    assert st.search("orders", k=10, kinds=["decision"], filters={"metadata": {"project": "orders"}}, touch=False).ids == [ids[0]]
+    assert st.search("orders", k=10, kinds=["decision"], filters={"metadata": {"project": "orders"}}).ids == [ids[0]]
     with pytest.raises(TypeError, match=r"metadata\['tags'\]: expected a string, number, bool or null"):
         st.search("orders", filters={"metadata": {"tags": ["orders"]}})
     st.close()
@@ -488,7 +488,7 @@ def test_metadata_filters_give_the_same_hits_on_both_backends(pg_url, tmp_path):
     stores = [l.open(clock=lambda: clock[0]) for l in locs]
     for st in stores: fill_meta(st)
     for flt, _ in METADATA_FILTERS:
-        got = [st.search("which project runs on Postgres?", k=6, filters=flt, touch=False) for st in stores]
+        got = [st.search("which project runs on Postgres?", k=6, filters=flt) for st in stores]
         assert got[0].ids == got[1].ids, flt
         np.testing.assert_allclose([h.score for h in got[0]], [h.score for h in got[1]], atol=1e-5)
     for st in stores: st.close()

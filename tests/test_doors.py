@@ -2,8 +2,8 @@
 import anyio, pytest
 pytest.importorskip("fastapi"); pytest.importorskip("mcp")
 from fastapi.testclient import TestClient
-from earmem.memory.hygiene import HashingEncoder
-from earmem.memory.users import StorePool
+from earmem.memory.rules.hygiene import HashingEncoder
+from earmem.memory.service.users import StorePool
 from earmem.serve.access import protect
 from earmem.serve.http import create_app, serve_http
 from earmem.serve.mcp import build_mcp_server, serve_mcp

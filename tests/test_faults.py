@@ -1,5 +1,5 @@
 """Issue 21's classes as cases, each one test: the network doors' access rules and fault map (earmem.serve.access around
-the HTTP app), faults named at the store, and feedback you can trust (earmem.memory.trust). `CASES` joins the reliability
+the HTTP app), faults named at the store, and feedback you can trust (earmem.memory.store.trust). `CASES` joins the reliability
 chapter's table next to tests/test_reliability.py's."""
 import errno
 import shutil
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
 from earmem.memory.store import MemoryStore
 
 CASES = []  # (class, case id, outcome, function(tmp_path))
@@ -242,7 +242,7 @@ def deferred_checkpoint(tmp_path):
 
 # ================================================================================================= learner trust
 def _poisoned(tmp_path, guard):
-    from earmem.memory.trust import Guard, feed_stream, hit_at_k, poison_store
+    from earmem.memory.store.trust import Guard, feed_stream, hit_at_k, poison_store
     s, Q, right = poison_store(tmp_path / "p", memories=30, questions=10, dim=32, lr=0.05)
     s.guard = Guard(window=10) if guard else None
     with warnings.catch_warnings():
@@ -260,7 +260,7 @@ def guard_holds(tmp_path):
 
 @case("learner trust", "an unguarded poisoned learner shows in health() (agreement below the floor); rollback(to=0) restores hit@5, across reopen")
 def rollback_restores(tmp_path):
-    from earmem.memory.trust import hit_at_k
+    from earmem.memory.store.trust import hit_at_k
     s, Q, right, h = _poisoned(tmp_path, guard=False)
     assert h < 1.0 and not s.health(window=10)["healthy"]
     assert s.rollback(to=0)["ignored"] == 60 and hit_at_k(s, Q, right) == 1.0

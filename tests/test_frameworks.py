@@ -13,7 +13,7 @@ pytest.importorskip("llama_index.core")
 
 from earmem.serve.frameworks import (cited_ids, langchain_retriever, langchain_retriever_class, llamaindex_retriever,
                                llamaindex_retriever_class)
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
 from earmem.memory.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +121,7 @@ def test_cited_ids_shapes():
 def test_without_the_frameworks(tmp_path):
     code = ("import sys; sys.modules['langchain_core'] = None; sys.modules['llama_index'] = None\n"
             "import earmem.serve.frameworks as f\n"
-            "from earmem.memory.hygiene import HashingEncoder\n"
+            "from earmem.memory.rules.hygiene import HashingEncoder\n"
             "from earmem.memory.store import MemoryStore\n"
             f"s = MemoryStore({str(tmp_path / 's')!r}, encoder=HashingEncoder(16))\n"
             "for make in (f.langchain_retriever, f.llamaindex_retriever):\n"

@@ -18,7 +18,7 @@ pytest.importorskip("httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from earmem.serve.http import create_app
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
 from earmem.memory.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,7 +154,7 @@ def test_docs_and_openapi(client):
 
 def test_import_without_fastapi():
     code = ("import sys; sys.modules['fastapi'] = None\n"
-            "import earmem, earmem.memory.store, earmem.serve.mcp\n"
+            "import earmem, earmem.memory.store.operations, earmem.serve.mcp\n"
             "try: import earmem.serve.http\n"
             "except ImportError as e: print(e)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -204,7 +204,7 @@ def test_base_install_without_any_extra(tmp_path):
     "earmem, its command line and the memory store work with none of mcp, fastapi, uvicorn, langchain, llama-index."
     code = ("import sys\n"
             "for m in ('mcp', 'fastapi', 'uvicorn', 'starlette', 'langchain_core', 'llama_index'): sys.modules[m] = None\n"
-            "import earmem, earmem.cli, earmem.memory.store, earmem.serve.mcp, earmem.serve.frameworks\n"
+            "import earmem, earmem.cli, earmem.memory.store.operations, earmem.serve.mcp, earmem.serve.frameworks\n"
             "from earmem.cli import main\n"
             f"store = {str(tmp_path / 's')!r}\n"
             "main(['memory', 'add', '--store', store, '--encoder', 'hashing', '--kind', 'fact', 'Dana picked Postgres'])\n"

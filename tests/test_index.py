@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
-from earmem.memory.index import INDEX_FILE, STAMP_FILE, VectorIndex
-from earmem.memory.sqlite import SQLiteBackend
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.index.graph import INDEX_FILE, STAMP_FILE, VectorIndex
+from earmem.memory.backends.sqlite import SQLiteBackend
 from earmem.memory.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def _force(store: MemoryStore, on: bool = True):
 
 
 def _exact_ids(b, q, K, flt=None, balanced=False):
-    from earmem.memory.vectors import SearchFilter
+    from earmem.memory.index.mirror import SearchFilter
     flt = flt or SearchFilter()
     return [b.index.ids[r] for r in b.index.candidates(np.asarray(q, np.float32), np.flatnonzero(b.index.mask(flt)), K, balanced)[0]]
 
@@ -51,7 +51,7 @@ def test_forced_graph_matches_exact_through_the_store(tmp_path):
     b = s._backend
     assert b.ann is not None and len(b.ann) + len(b._pending) == 600     # built at the first add; the rest pending
     b.save_index(); assert (len(b.ann), len(b._pending)) == (600, 0)
-    from earmem.memory.vectors import SearchFilter
+    from earmem.memory.index.mirror import SearchFilter
     pairs, whole = [], []
     for q in _unit(rng, 30, 32):
         for flt in (None, SearchFilter(kinds=["fact"]), SearchFilter(entities=["e3"])):
@@ -135,7 +135,7 @@ def test_locomo_recall_same_with_graph_on_and_off(tmp_path):
 def test_searches_and_adds_while_the_linker_runs(tmp_path):
     "Searches from another thread and adds go on while the background linker links each batch: every answer is exact for the rows just added, nothing crashes, and closing saves every row into the graph."
     import threading
-    import earmem.memory.sqlite as sq
+    import earmem.memory.backends.sqlite as sq
     rng = np.random.default_rng(5)
     s = _store(tmp_path / "s"); _force(s); b = s._backend
     batches = [_unit(rng, sq.PENDING_MAX + 500, 32) for _ in range(4)]
@@ -167,7 +167,7 @@ def test_searches_and_adds_while_the_linker_runs(tmp_path):
 def test_a_commit_past_the_hard_bound_waits_for_the_flight(tmp_path, monkeypatch):
     "More than PENDING_HARD rows pending while a flight runs: the next commit waits for it, then links what is left; below the bound it does not wait."
     import threading
-    import earmem.memory.sqlite as sq
+    import earmem.memory.backends.sqlite as sq
     monkeypatch.setattr(sq, "PENDING_MAX", 50); monkeypatch.setattr(sq, "PENDING_HARD", 200)
     rng = np.random.default_rng(6)
     s = _store(tmp_path / "s"); _force(s); b = s._backend
@@ -194,11 +194,11 @@ def test_a_commit_past_the_hard_bound_waits_for_the_flight(tmp_path, monkeypatch
 # ============================================================================ slow: SIGKILL during adds, graph enabled
 _WORKER = r"""
 import sys, numpy as np
-from earmem.memory.sqlite import SQLiteBackend
+from earmem.memory.backends.sqlite import SQLiteBackend
 SQLiteBackend.approx_min_rows, SQLiteBackend.prefilter_rows = 0, 0
-import earmem.memory.sqlite as _sq
+import earmem.memory.backends.sqlite as _sq
 _sq.PENDING_MAX, _sq.LINK_CHUNK = 64, 32   # the background linker starts every other batch: kills land in its flights too
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
 from earmem.memory.store import MemoryStore
 path, trial, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rng = np.random.default_rng(trial)
@@ -256,7 +256,7 @@ def test_sigkill_during_adds_with_graph(tmp_path):
 def test_older_store_with_inline_vectors_reads_and_converts(tmp_path):
     "A store written before the vector log (vectors inline in the rows, no vectors.f32): a reader answers as before, a writer converts it once, and the answers stay the same."
     import sqlite3
-    from earmem.memory.index import VECTOR_LOG16 as VECTOR_LOG, REF_SIZE   # the log a store writes now (float16)
+    from earmem.memory.index.graph import VECTOR_LOG16 as VECTOR_LOG, REF_SIZE   # the log a store writes now (float16)
     folder, rng = tmp_path / "old", np.random.default_rng(3)
     s = _store(folder); E = _unit(rng, 300, 32)
     s.add_many([{"text": f"note {i}", "kind": "fact"} for i in range(300)], embeddings=E); s.close()
@@ -295,7 +295,7 @@ def _scores(b, Q, K=10):
 @pytest.mark.parametrize("graph", [False, True])
 def test_f16_log_scores_the_same_after_reopen(tmp_path, graph):
     "New stores keep 2·dim bytes a vector; the mirror holds the float16-rounded values right after the add, and every score (search, dedupe) is bit-identical after a reopen."
-    from earmem.memory.index import VECTOR_LOG, VECTOR_LOG16, round_f16
+    from earmem.memory.index.graph import VECTOR_LOG, VECTOR_LOG16, round_f16
     folder = tmp_path / "s"
     s, E = _f16_store(folder); _force(s, graph); b = s._backend
     Q = _unit(np.random.default_rng(6), 20, 32)
@@ -321,7 +321,7 @@ def test_f16_log_scores_the_same_after_reopen(tmp_path, graph):
 def _to_f32_store(folder, E):
     "Turn a float16 store back into one with the older float32 log, holding the original (unrounded) vectors `E` (rows n0…)."
     import sqlite3
-    from earmem.memory.index import VECTOR_LOG, VECTOR_LOG16
+    from earmem.memory.index.graph import VECTOR_LOG, VECTOR_LOG16
     db = sqlite3.connect(folder / "memories.sqlite", isolation_level=None)
     log = np.zeros((len(E), E.shape[1]), np.float32)
     for mid, ref in db.execute("SELECT id, embedding FROM memories"): log[int.from_bytes(ref[1:], "little")] = E[int(mid[1:])]
@@ -331,7 +331,7 @@ def _to_f32_store(folder, E):
 
 def test_older_f32_log_reads_unchanged_then_converts(tmp_path):
     "A store with a vectors.f32 log: a reader reads it as it is (float32 values, nothing written); a writer converts it to float16 once; a reader opened before follows the switch."
-    from earmem.memory.index import VECTOR_LOG, VECTOR_LOG16, round_f16, log_format
+    from earmem.memory.index.graph import VECTOR_LOG, VECTOR_LOG16, round_f16, log_format
     folder = tmp_path / "old"
     s, E = _f16_store(folder); s.close(); _to_f32_store(folder, E)
     ro = MemoryStore(folder, encoder=HashingEncoder(32), readonly=True); b = ro._backend
@@ -357,8 +357,8 @@ _KILL_AT = {"tmp written": ("os", "fsync"), "renamed, not committed": ("index", 
 @pytest.mark.parametrize("stage", list(_KILL_AT))
 def test_kill_mid_conversion_leaves_a_whole_store(tmp_path, stage):
     "A writer killed (os._exit, no clean-up) at each step of the conversion leaves a store that opens whole: every memory, its vector, one log."
-    import pathlib, earmem.memory.index as index
-    from earmem.memory.index import VECTOR_LOG, VECTOR_LOG16, round_f16
+    import pathlib, earmem.memory.index.graph as index
+    from earmem.memory.index.graph import VECTOR_LOG, VECTOR_LOG16, round_f16
     folder = tmp_path / "old"
     s, E = _f16_store(folder); s.close(); _to_f32_store(folder, E)
     where, name = _KILL_AT[stage]
@@ -386,8 +386,8 @@ def test_kill_mid_conversion_leaves_a_whole_store(tmp_path, stage):
 
 def _plans(s, items, V, entities: bool):
     "The dedupe plan of a batch (where, target id, similarity rounded) with the store's rule (no update judge), candidates asked with or without the items' entities."
-    from earmem.memory.hygiene import normalise_item
-    from earmem.memory.updates import plan_dedupe
+    from earmem.memory.rules.hygiene import normalise_item
+    from earmem.memory.rules.updates import plan_dedupe
     b, c = s._backend, s.config
     prepared = [normalise_item(it, "", 1.8e9, {}) for it in items]
     V = s._batch_vectors(prepared, V)

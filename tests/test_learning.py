@@ -4,9 +4,9 @@ from collections import deque
 import numpy as np
 import pytest
 from earmem.memory import MemoryStore, StoreConfig
-from earmem.memory.hygiene import HashingEncoder
-from earmem.memory.learning import GATE_MIN_PAIRS
-from earmem.memory.store import SESSION_BETA
+from earmem.memory.rules.hygiene import HashingEncoder
+from earmem.memory.store.learner import GATE_MIN_PAIRS
+from earmem.memory.store.operations import SESSION_BETA
 
 NOTES = ["Dana chose Postgres for the orders service", "Dana moved the orders service to Postgres 16",
          "Sam reviews the orders service schema", "the orders service runs on three nodes",
@@ -73,7 +73,7 @@ def _session_store(path, sessions: bool):
 
 
 def test_a_session_neighbour_enters_the_candidates_through_the_wider_pool(tmp_path):
-    from earmem.memory.ranking import SESSION_POOL
+    from earmem.memory.store.ranking import SESSION_POOL
     q = "where did the orders service move?"
     plain, sess = _session_store(tmp_path / "plain", False), _session_store(tmp_path / "sess", True)
     ranked = plain.search(q, k=20).ids                       # the plain cosine order over all 8 turns

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
 from earmem.memory.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,12 +50,12 @@ def test_tool_schemas(server):
     async def script(call, c):
         return {t.name: t for t in (await c.list_tools()).tools}
     tools = run_client(server, script)
-    from earmem.memory.agent import TOOL_NAMES
+    from earmem.memory.store.agent_view import TOOL_NAMES
     assert set(tools) == set(TOOL_NAMES) >= {"search", "add", "feedback", "get", "list", "update", "delete", "clear", "users"}
     s = tools["search"].input_schema
     assert s["required"] == ["query"] and {"k", "kinds", "entities", "since", "until", "store", "metadata", "min_relevance"} <= set(s["properties"])
     assert tools["add"].input_schema["required"] == ["text"]   # kind is inferred when omitted
-    from earmem.memory.agent import tool_schema
+    from earmem.memory.store.agent_view import tool_schema
     assert all(t.input_schema == tool_schema(name) for name, t in tools.items())   # one schema, the tool layer's
 
 
@@ -137,7 +137,7 @@ def test_correct_history_and_prompt(server):
 def test_import_without_mcp_installed(tmp_path):
     code = ("import sys; sys.modules['mcp'] = None\n"
             "import earmem, earmem.serve.mcp as m\n"
-            "from earmem.memory.hygiene import HashingEncoder\n"
+            "from earmem.memory.rules.hygiene import HashingEncoder\n"
             "from earmem.memory.store import MemoryStore\n"
             f"t = m.MemoryTools(MemoryStore({str(tmp_path / 's')!r}, encoder=HashingEncoder(16)))\n"
             "print(t.call('add', {'text': 'a fact about Dana', 'kind': 'fact'})['action'])\n"

@@ -1,4 +1,4 @@
-"""PostgreSQL consolidation with two vector columns (chapter 25b): the new vectors and their HNSW entries are in the idle column
+"""PostgreSQL consolidation with two vector columns (chapter 20e): the new vectors and their HNSW entries are in the idle column
 before the switch, readers keep the old ranking until it commits, the switch rewrites only the rows written meanwhile, a write
 during staging is re-staged, an old one-column schema opens and consolidates, a failed switch leaves the old column serving."""
 import uuid
@@ -7,11 +7,11 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 import pytest
 
-import earmem.memory.consolidate as cons
-import earmem.memory.pg_consolidate  # noqa: F401  (the PostgreSQL staging and switch, chapter 25b)
+import earmem.memory.store.consolidate as cons
+import earmem.memory.backends.postgres_staging  # noqa: F401  (the PostgreSQL staging and switch, chapter 20e)
 from earmem.memory import MemoryStore
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
-from earmem.memory.index import round_f16
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.index.graph import round_f16
 
 A, B = HashingEncoder(64, 0), HashingEncoder(64, 1)
 TEXTS = [f"memory number {i} about topic {i % 7}" for i in range(50)]
@@ -78,7 +78,7 @@ def test_staged_column_is_indexed_before_the_switch_and_readers_keep_the_old_ran
 
 
 def test_the_switch_rewrites_only_the_rows_written_meanwhile(pg_url, monkeypatch):
-    from earmem.memory.postgres import PostgresBackend
+    from earmem.memory.backends.postgres import PostgresBackend
     st = _pg(pg_url)
     writer = MemoryStore(pg_url, namespace=st.namespace)            # another process, writing while the vectors are staged
     staged, seen = PostgresBackend.stage_vectors, {}
@@ -105,7 +105,7 @@ def test_the_switch_rewrites_only_the_rows_written_meanwhile(pg_url, monkeypatch
 
 
 def test_a_failed_switch_leaves_the_old_column_serving_and_the_next_one_succeeds(pg_url, monkeypatch):
-    from earmem.memory.postgres import PostgresBackend
+    from earmem.memory.backends.postgres import PostgresBackend
     st = _pg(pg_url)
     def boom(self, *a, **k): raise OSError("simulated crash inside the switch transaction")
     monkeypatch.setattr(PostgresBackend, "save_manifest", boom)
@@ -149,7 +149,7 @@ def test_an_old_one_column_schema_opens_and_consolidates(fresh_db):
     info = lambda: dict(st._backend._q("SELECT key, value FROM {s}.info").fetchall())["version"]
     col = lambda: st._backend._q("SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'earmem.memories'::regclass "
                                  "AND attname LIKE 'embedding%%' ORDER BY attname").fetchall()
-    st._backend._q("UPDATE {s}.info SET value = '1' WHERE key = 'version'")    # as the first version of chapter 25 left it
+    st._backend._q("UPDATE {s}.info SET value = '1' WHERE key = 'version'")    # as the first version of chapter 20c left it
     assert col() == [("embedding", True)]
     st.close()
     st = MemoryStore(fresh_db, namespace=st.namespace)

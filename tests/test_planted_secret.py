@@ -4,9 +4,9 @@ import pytest
 pytest.importorskip("fastapi"); pytest.importorskip("mcp")
 from urllib.parse import urlsplit, urlunsplit
 from fastapi.testclient import TestClient
-from earmem.memory.hygiene import HashingEncoder
+from earmem.memory.rules.hygiene import HashingEncoder
 from earmem.memory.store import MemoryStore
-from earmem.memory.users import StorePool
+from earmem.memory.service.users import StorePool
 from earmem.serve.http import create_app
 from earmem.serve.mcp import build_mcp_server
 

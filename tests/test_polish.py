@@ -2,10 +2,10 @@
 import anyio, json, pytest
 pytest.importorskip("fastapi"); pytest.importorskip("mcp")
 from fastapi.testclient import TestClient
-from earmem.memory.agent import MemoryTools
-from earmem.memory.hygiene import HashingEncoder
+from earmem.memory.store.agent_view import MemoryTools
+from earmem.memory.rules.hygiene import HashingEncoder
 from earmem.memory.store import MemoryStore
-from earmem.memory.users import StorePool
+from earmem.memory.service.users import StorePool
 from earmem.serve.http import create_app
 from earmem.serve.mcp import build_mcp_server
 
@@ -36,7 +36,7 @@ def test_mcp_add_without_kind(pool):
 
 def test_repair_keeps_a_rollback(tmp_path):
     import warnings
-    from earmem.memory.trust import feed_stream, hit_at_k, poison_store
+    from earmem.memory.store.trust import feed_stream, hit_at_k, poison_store
     warnings.simplefilter("ignore")
     s, Q, right = poison_store(tmp_path / "p", lr=1e-2)
     feed_stream(s, Q, right, 6, "honest")
@@ -53,7 +53,7 @@ def test_repair_keeps_a_rollback(tmp_path):
         assert again.manifest["rolled_back"] == [[7, 16]] and again.repair()["feedback"] == 7
 
 def test_server_pools_guard_unauthenticated_feedback(tmp_path, monkeypatch):
-    from earmem.memory.trust import Guard, server_guard
+    from earmem.memory.store.trust import Guard, server_guard
     monkeypatch.delenv("EARMEM_FEEDBACK_GUARD", raising=False)
     with StorePool(tmp_path / "m", encoder=HashingEncoder(32), on_open=server_guard(authenticated=False)) as p:
         assert p.store("dana").guard == Guard() and p.store("bo").guard == Guard()
@@ -66,7 +66,7 @@ def test_server_pools_guard_unauthenticated_feedback(tmp_path, monkeypatch):
 def test_read_only_file_system_is_named_read_only(tmp_path):
     import sqlite3
     from unittest import mock
-    import earmem.memory.sqlite as sq
+    import earmem.memory.backends.sqlite as sq
     with MemoryStore(tmp_path / "s", encoder=HashingEncoder(32)) as s: s.add("Dana picked Postgres", "decision")
     real = sq.SQLiteBackend._connect
     def readonly_fs(self, p):  # what a read-write open meets on a read-only mount (root ignores chmod, so simulated)
@@ -77,7 +77,7 @@ def test_read_only_file_system_is_named_read_only(tmp_path):
     with MemoryStore(tmp_path / "s", encoder=HashingEncoder(32), readonly=True) as r: assert len(r) == 1
 
 def test_migrate_keeps_the_encoder_fingerprint(tmp_path):
-    from earmem.memory.migrate import migrate_store
+    from earmem.memory.service.migrate import migrate_store
     with MemoryStore(tmp_path / "a", encoder=HashingEncoder(32)) as a: a.add("Dana picked Postgres", "decision"); probe = a.manifest["probe"]
     migrate_store(tmp_path / "a", tmp_path / "b")
     with MemoryStore(tmp_path / "b") as b: assert b.manifest["probe"] == probe and probe

@@ -1,4 +1,4 @@
-"""Contract tests of earmem.memory.postgres.PostgresBackend against a real PostgreSQL + pgvector server (the `pg_url`
+"""Contract tests of earmem.memory.backends.postgres.PostgresBackend against a real PostgreSQL + pgvector server (the `pg_url`
 fixture in conftest.py): the same rows, ids, history and counts as SQLiteBackend for the same operations; filtered
 search against an exact scan; namespaces isolated; feedback log and learner checkpoints; writers in several
 processes; bad input and faults. The benchmark (`bench_postgres`) is a command, not a timed test."""
@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from earmem.core import unit_rows
-from earmem.memory.hygiene import KINDS
-from earmem.memory.index import round_f16
-from earmem.memory.pg_search import PostgresBackend  # the backend with its search (chapter 25d)
-from earmem.memory.postgres import connect_postgres
-from earmem.memory.vectors import COLUMNS, SearchFilter, _Index, item_row
-from earmem.memory.sqlite import SQLiteBackend
-from earmem.memory.storage import create_store_folder, learner_seq
+from earmem.memory.rules.hygiene import KINDS
+from earmem.memory.index.graph import round_f16
+from earmem.memory.backends.postgres_search import PostgresBackend  # the backend with its search (chapter 20d)
+from earmem.memory.backends.postgres import connect_postgres
+from earmem.memory.index.mirror import COLUMNS, SearchFilter, _Index, item_row
+from earmem.memory.backends.sqlite import SQLiteBackend
+from earmem.memory.backends.boundary import create_store_folder, learner_seq
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 16
@@ -49,7 +49,7 @@ def schema(request):
 
 
 def sqlite_backend(tmp_path, dim=DIM):
-    manifest = {"format": "earmem.memory.store-store", "version": 1, "encoder": "test", "dim": dim}
+    manifest = {"format": "earmem.memory.store.operations-store", "version": 1, "encoder": "test", "dim": dim}
     create_store_folder(tmp_path / "store", manifest)
     return SQLiteBackend(tmp_path / "store", dim)
 
@@ -185,8 +185,8 @@ WRITER = r"""
 import sys, json, numpy as np
 sys.path.insert(0, sys.argv[4])
 from tests.test_postgres import rows_for, vectors
-from earmem.memory.pg_search import PostgresBackend
-from earmem.memory.vectors import SearchFilter
+from earmem.memory.backends.postgres_search import PostgresBackend
+from earmem.memory.index.mirror import SearchFilter
 url, schema, w = sys.argv[1], sys.argv[2], int(sys.argv[3])
 b = PostgresBackend(url, 16, "shared", schema=schema)
 for k in range(10):
@@ -308,8 +308,8 @@ def test_a_schema_from_before_the_stored_text_column_is_upgraded(pg_url, schema)
 
 def test_rows_are_named_tuples_of_their_table(pg_url, schema, tmp_path):
     "Both backends hand back the same named rows: RecordRow, AuditEntry, ReplayRow, FeedbackEntry, MemoryRow."
-    from earmem.memory.storage import AuditEntry, FeedbackEntry, RecordRow, ReplayRow
-    from earmem.memory.vectors import MemoryRow
+    from earmem.memory.backends.boundary import AuditEntry, FeedbackEntry, RecordRow, ReplayRow
+    from earmem.memory.index.mirror import MemoryRow
     V = vectors(5, seed=9)
     for b in (PostgresBackend(pg_url, DIM, "alice", schema=schema), sqlite_backend(tmp_path)):
         with b.write() as rev:
@@ -340,7 +340,7 @@ def assert_hidden(text):
 
 def test_passwords_never_show(pg_url, schema, tmp_path):
     "repr and every error that names the URL show it through redact_url; a driver's message is scrubbed too."
-    from earmem.memory.storage import redact_url
+    from earmem.memory.backends.boundary import redact_url
     url = planted_url(pg_url)
     b = PostgresBackend(url, DIM, "alice", schema=schema)
     assert_hidden(repr(b)); assert "postgres:***@" in repr(b) and "password=***" in repr(b) and "host=" in repr(b)

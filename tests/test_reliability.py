@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from earmem.memory.agent import MemoryRecord, provenance_line
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.store.agent_view import MemoryRecord, provenance_line
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
 from earmem.memory.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -306,7 +306,7 @@ def replay_after_checkpoint(tmp_path):
 # ================================================================================================= storage faults
 @case("storage faults", "disk full: OSError(ENOSPC) naming the path; nothing committed; store still usable")
 def disk_full(tmp_path, monkeypatch=None):
-    from earmem.memory.sqlite import SQLiteBackend
+    from earmem.memory.backends.sqlite import SQLiteBackend
     s = store(tmp_path); n = len(s)
     orig = SQLiteBackend.insert
     def full(self, *a, **k): raise sqlite3.OperationalError("database or disk is full")
@@ -336,7 +336,7 @@ def disk_full_checkpoint(tmp_path):
 
 @case("storage faults", "read-only database: PermissionError naming the path, not 'corrupted'")
 def readonly_database(tmp_path):
-    from earmem.memory.sqlite import SQLiteBackend
+    from earmem.memory.backends.sqlite import SQLiteBackend
     s = store(tmp_path)
     orig = SQLiteBackend.insert
     def ro(self, *a, **k): raise sqlite3.OperationalError("attempt to write a readonly database")
@@ -348,7 +348,7 @@ def readonly_database(tmp_path):
 
 @case("storage faults", "folder not writable: opens read-only with a warning, search works and writes nothing")
 def folder_not_writable(tmp_path):
-    import earmem.memory.store_open as M   # where MemoryStore._open looks folder_writable up (chapter 22b)
+    import earmem.memory.store.opening as M   # where MemoryStore._open looks folder_writable up (chapter 22b)
     store(tmp_path).close()
     db = tmp_path / "s" / "memories.sqlite"; before = db.read_bytes()
     orig = M.folder_writable; M.folder_writable = lambda p: False
@@ -467,14 +467,14 @@ def test_at_least_80_cases():
 @pytest.mark.slow
 @pytest.mark.parametrize("op", ["add", "update", "retract", "feedback", "checkpoint", "compact"])
 def test_crash_loop(tmp_path, op):
-    from earmem.memory.reliability import crash_trials
+    from earmem.memory.measure.reliability import crash_trials
     out = crash_trials(op, trials=int(os.environ.get("EARMEM_CRASH_TRIALS", 8)), folder=tmp_path, progress=False)
     assert out["lost"] == 0 and out["check_failed"] == 0 and out["learner_mismatch"] == 0 and out["committed"] > 0, out
 
 
 @pytest.mark.slow
 def test_many_processes(tmp_path):
-    from earmem.memory.reliability import concurrency_run
+    from earmem.memory.measure.reliability import concurrency_run
     calls = int(os.environ.get("EARMEM_CONCURRENCY_CALLS", 30))
     out = concurrency_run(tmp_path, feeders=4, calls=calls, adders=2, quota=calls, kill_every=1.0, max_kills=max(4, calls // 3))
     assert out["failed_calls"] == 0 and out["workers_crashed"] == 0 and out["memories_lost"] == 0 and out["feedback_lost"] == 0, out
@@ -486,7 +486,7 @@ COMPACTOR = r"""
 import json, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
-from earmem.memory.consolidate import MemoryStore
+from earmem.memory.store import MemoryStore
 s, w, kept = MemoryStore(sys.argv[2], lock_timeout=60), int(sys.argv[3]), []
 for i in range(int(sys.argv[4])):
     V = np.random.default_rng([w, i]).standard_normal((2, 32)).astype(np.float32)   # random directions: nothing merges

@@ -1,9 +1,9 @@
 "Updates that land, identifiers that stay apart: the round-3 judge through MemoryStore (issues 20 and 21)."
 import threading
 import pytest
-from earmem.memory.hygiene import HashingEncoder, StoreConfig, check_entities
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig, check_entities
 from earmem.memory.store import MemoryStore
-from earmem.memory.updates import judge_change
+from earmem.memory.rules.updates import judge_change
 
 CFG = StoreConfig(conflict_similarity=0.25, min_relevance=0.0)  # the hashing encoder's cosines are lower than MiniLM's: widen the related band
 

@@ -1,4 +1,4 @@
-"""Many users, one process (earmem.memory.users, the tool layer's scopes): user A never sees user B's memories through
+"""Many users, one process (earmem.memory.service.users, the tool layer's scopes): user A never sees user B's memories through
 any door — Python (StorePool / UserTools), HTTP (TestClient), MCP (the SDK's in-memory client), the command line —
 on a folder and on PostgreSQL; delete-all is audited; the async API; and (slow) the two-server transcript."""
 import asyncio
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from earmem.memory.agent import tools_for
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.store.agent_view import tools_for
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
 from earmem.memory.store import MemoryStore
-from earmem.memory.users import AsyncMemoryStore, StorePool, list_namespaces
+from earmem.memory.service.users import AsyncMemoryStore, StorePool, list_namespaces
 
 ROOT = Path(__file__).resolve().parents[1]
 CFG = StoreConfig(min_relevance=-1.0)  # every memory clears the floor: a search returns all of a user's memories

@@ -11,7 +11,7 @@ Two measurements per config (a JSON object of StoreConfig overrides; `{}` = the 
 import argparse, json, tempfile, time
 from earmem.core import Encoder
 from earmem.memory import MemoryStore, StoreConfig
-from earmem.memory.hygiene import to_epoch
+from earmem.memory.rules.hygiene import to_epoch
 
 PAIRS = [("Dana prefers tabs for indentation", "Dana now prefers spaces for indentation", "Does Dana use tabs or spaces?"),
          ("Bob lives in Paris", "Bob moved to Rome last month", "Where does Bob live?"),

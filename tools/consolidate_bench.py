@@ -14,9 +14,9 @@ from earmem.core import Encoder
 from earmem.ear.critic import CitationSimulator
 from earmem.experiments.data import load_locomo
 from earmem.memory import MemoryStore, StoreConfig
-from earmem.memory.storage import MANIFEST_NAME
+from earmem.memory.backends.boundary import MANIFEST_NAME
 from earmem.store_study import query_split
-import earmem.memory.consolidate  # noqa: F401  (files consolidate() on MemoryStore)
+import earmem.memory.store.consolidate  # noqa: F401  (files consolidate() on MemoryStore)
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--memories", type=int, default=6000)
@@ -59,7 +59,7 @@ def timed(owner, name, label):
         finally: PHASES[label] = PHASES.get(label, 0) + time.perf_counter() - t
     setattr(owner, name, g)
 
-C = earmem.memory.consolidate
+C = earmem.memory.store.consolidate
 for owner, name, label in [(MemoryStore, "_plan", "plan (log + texts + triples)"), (MemoryStore, "_estimate", "estimate (base model load + 64 encodes)"),
                            (C, "train_steps", "fine-tune: steps"), (C, "train_encoder", "fine-tune: total (load + steps + save)"),
                            (C, "_embed_rows", "re-embed"), (C.SQLiteBackend, "switch_vectors", "switch: SQLite update"),

@@ -8,7 +8,7 @@ the disk full → 507, each with its message; then that neither server log holds
 
 The disk-full server is `earmem serve http` with one documented monkeypatch, applied by this script's `--disk-full`
 mode before the CLI runs: SQLite's write path (`SQLiteBackend.insert`) raises `sqlite3.OperationalError("database or
-disk is full")`, which is what SQLite raises on ENOSPC (chapter 24 simulates ENOSPC the same way, at the driver).
+disk is full")`, which is what SQLite raises on ENOSPC (chapter 25 simulates ENOSPC the same way, at the driver).
 Needs curl on the PATH and the server extra (fastapi, uvicorn).
 """
 from __future__ import annotations
@@ -107,7 +107,7 @@ def session() -> int:
 
 def disk_full_cli(argv: list) -> None:
     "Run the earmem CLI with SQLite's write path failing the way a full disk makes it fail."
-    import earmem.memory.sqlite as sq
+    import earmem.memory.backends.sqlite as sq
     def full(self, *a, **k): raise sqlite3.OperationalError("database or disk is full")
     sq.SQLiteBackend.insert = full
     from earmem.cli import main

@@ -9,8 +9,8 @@ import argparse, json, tempfile
 from pathlib import Path
 import numpy as np
 from earmem.experiments.data import load_locomo
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
-from earmem.memory.store import MemoryStore
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.store.operations import MemoryStore
 
 
 def force(store: MemoryStore, on: bool):

@@ -1,7 +1,9 @@
 """House report: the wings and the imports between them, module sizes, and how each chapter's exported cells are cut.
 Usage: python tools/house.py [--json] [--check] [--cells]   (run from the repository root)
 
---check   exit 1 when a module imports a later wing, a later chapter of its own wing, or a module that imports it back
+--check   exit 1 when a module imports a later wing, a later sub-wing or chapter of its own wing, or a module that imports it
+          back; when a class method is defined twice (a later chapter replacing an earlier one instead of filling a declared
+          hook, or a saved copy wrapped and patched over); or when a module imports another only for its side effects
 --cells   per module: exported-cell lines (median / p90 / max), definitions per exported cell, the share of exported
           cells whose names a later non-exported cell uses before the next export (a test or example beneath it), and
           whether the chapter follows prose -> export -> test -> stored demonstration
@@ -10,6 +12,8 @@ import ast, glob, json, os, re, statistics, sys
 
 # The build order of the wings: a module may import its own wing and the wings before it, never a later one.
 WINGS = ["core", "ear", "earm", "experiments", "memory", "serve", "cli"]
+# The memory wing's sub-wings, in build order: a module may import its own sub-wing and those before it.
+MEMORY_SUBWINGS = ["rules", "index", "backends", "store", "service", "measure"]
 TOP_LEVEL = {"core": "core", "retrievers": "core", "toys": "core", "store_study": "cli", "commands": "cli", "data_commands": "cli", "cli": "cli", "__init__": "cli"}
 
 def wing_of(module: str) -> str:
@@ -22,6 +26,60 @@ def modules(lib="earmem"):
         if f.endswith("_modidx.py") or not open(f).read().strip(): continue   # skip empty package __init__ files
         m = os.path.splitext(os.path.relpath(f, lib))[0].replace(os.sep, ".")
         out[m.removesuffix(".__init__") if m != "__init__" else "__init__"] = f
+    return out
+
+def subwing_of(module: str) -> int | None:
+    "The rank of a memory module's sub-wing (None outside memory/; the wing's own `__init__` comes after them all)."
+    parts = module.split(".")
+    if parts[0] != "memory" or "." not in module and module != "memory": return None
+    return MEMORY_SUBWINGS.index(parts[1]) if len(parts) > 1 and parts[1] in MEMORY_SUBWINGS else len(MEMORY_SUBWINGS)
+
+def _is_patch(d) -> bool:
+    return (isinstance(d, ast.Name) and d.id == "patch") or (isinstance(d, ast.Call) and getattr(d.func, "id", "") == "patch")
+
+def _is_hook(fn) -> bool:
+    "A declared hook: a body of only a docstring, `pass`, `...` or `return None`, filled in by a later chapter."
+    body = [b for b in fn.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    return all(isinstance(b, ast.Pass) or (isinstance(b, ast.Return) and (b.value is None or (isinstance(b.value, ast.Constant)
+               and b.value.value is None))) for b in body)
+
+def method_definitions(mods) -> dict:
+    "(class, method) -> the modules defining it: in the class body or by `@patch`; declared hooks and property setters not counted."
+    defs = {}
+    for m, f in mods.items():
+        for n in ast.parse(open(f).read()).body:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(_is_patch(d) for d in n.decorator_list) \
+                    and n.args.args and n.args.args[0].annotation is not None and not _is_hook(n):
+                defs.setdefault((ast.unparse(n.args.args[0].annotation).strip("'\""), n.name), []).append(m)
+            if isinstance(n, ast.ClassDef):
+                for b in n.body:
+                    if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_hook(b) and not any(
+                            isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in b.decorator_list):
+                        defs.setdefault((n.name, b.name), []).append(m)
+    return defs
+
+def saved_methods(mods) -> list:
+    "`_plain = Cls.method` at module level: the wrap-and-replace pattern (a saved copy, then a new definition over it)."
+    out = []
+    for m, f in mods.items():
+        for n in ast.parse(open(f).read()).body:
+            if isinstance(n, ast.Assign):
+                for v in (n.value.elts if isinstance(n.value, ast.Tuple) else [n.value]):
+                    if isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and v.value.id[:1].isupper():
+                        out.append((m, f"{v.value.id}.{v.attr}"))
+    return out
+
+def side_effect_imports(mods) -> list:
+    "`import earmem.x.y` (or `import earmem.x.y as z`) whose module is never used by name: imported only for what importing it does."
+    out = []
+    for m, f in mods.items():
+        text = open(f).read()
+        for n in ast.walk(ast.parse(text)):
+            if not isinstance(n, ast.Import): continue
+            for a in n.names:
+                if not a.name.startswith("earmem."): continue
+                used = a.asname or a.name
+                if len(re.findall(rf"(?<![\w.]){re.escape(used)}\.\w", text)) == 0: out.append((m, a.name))
     return out
 
 def _cells(path):
@@ -106,6 +164,11 @@ def report():
     against = [(a, b) for a in edges for b in edges[a] if rank.get(wing_of(b), 99) > rank.get(wing_of(a), 99)]
     upward = [(a, b) for a in edges for b in edges[a] if wing_of(a) == wing_of(b) and order[b] > order[a]]
     cycles = sorted({tuple(sorted((a, b))) for a in edges for b in edges[a] if a in edges[b]})
+    sub = [(a, b) for a in edges for b in edges[a] if subwing_of(a) is not None and subwing_of(b) is not None
+           and subwing_of(b) > subwing_of(a)]
+    defs = method_definitions(mods)
+    twice = sorted(f"{c}.{n} ({', '.join(ms)})" for (c, n), ms in defs.items() if len(ms) > 1)
+    saved = sorted(f"{m}: {w}" for m, w in saved_methods(mods) if len(defs.get(tuple(w.split(".", 1)), [])) > 1)
     table = {w: {v: 0 for v in WINGS} for w in WINGS}
     for a in edges:
         for b in edges[a]:
@@ -113,7 +176,9 @@ def report():
     allf.sort()
     p90 = allf[int(0.9 * (len(allf) - 1))] if allf else 0
     return dict(modules=sorted(rows, key=lambda r: order[r["module"]]), wing_imports=table, against_the_grain=against,
-                upward_imports=upward, cycles=cycles, functions=len(allf), function_p90=p90, function_max=max(allf or [0]))
+                upward_imports=upward, cycles=cycles, against_subwings=sub, methods_defined_twice=twice, saved_and_replaced=saved,
+                side_effect_imports=sorted(f"{m}: import {t}" for m, t in side_effect_imports(mods)),
+                memory_subwings=MEMORY_SUBWINGS, functions=len(allf), function_p90=p90, function_max=max(allf or [0]))
 
 def cells_report():
     "Per module (chapter): exported-cell shape and the share followed by a test."
@@ -157,5 +222,11 @@ if __name__ == "__main__":
     print("\nimport cycles:", r["cycles"] or "none")
     print("imports of a later wing (against the grain):", r["against_the_grain"] or "none")
     print("imports of a later chapter in the same wing:", r["upward_imports"] or "none")
-    bad = r["cycles"] or r["against_the_grain"] or r["upward_imports"]
+    print(f"memory sub-wings ({len(r['memory_subwings'])}, in build order): {' -> '.join(r['memory_subwings'])}; imports of a later sub-wing:",
+          r["against_subwings"] or "none")
+    print("methods defined more than once (use a declared hook):", r["methods_defined_twice"] or "none")
+    print("methods saved and patched over:", r["saved_and_replaced"] or "none")
+    print("modules imported only for their side effects:", r["side_effect_imports"] or "none")
+    bad = (r["cycles"] or r["against_the_grain"] or r["upward_imports"] or r["against_subwings"] or r["methods_defined_twice"]
+           or r["saved_and_replaced"] or r["side_effect_imports"])
     if "--check" in sys.argv and bad: print("FAIL: the house check found an arrow against the grain"); sys.exit(1)

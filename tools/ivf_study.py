@@ -11,7 +11,7 @@ recall@10 against the exact top 10. The bench's data has `--clusters` true centr
 lists fall on the clusters, IVF's best case; run with other counts to see how that matters."""
 import argparse, json, time
 import numpy as np
-from earmem.memory.bench import _exact_top, synthetic_vectors
+from earmem.memory.measure.bench import _exact_top, synthetic_vectors
 
 
 def train(S: np.ndarray, nlist: int, rng, iters: int = 8) -> np.ndarray:

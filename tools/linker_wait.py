@@ -9,11 +9,11 @@ Each round adds memories no earlier round added, so every round inserts B new ro
 import argparse, json, tempfile, time
 from pathlib import Path
 import numpy as np
-from earmem.memory.bench import synthetic_vectors
-from earmem.memory.hygiene import KINDS, HashingEncoder, StoreConfig
+from earmem.memory.measure.bench import synthetic_vectors
+from earmem.memory.rules.hygiene import KINDS, HashingEncoder, StoreConfig
 from earmem.memory import sqlite
-from earmem.memory.sqlite import SQLiteBackend
-from earmem.memory.store import MemoryStore
+from earmem.memory.backends.sqlite import SQLiteBackend
+from earmem.memory.store.operations import MemoryStore
 
 
 def main():

@@ -13,9 +13,9 @@ import argparse, importlib, statistics, subprocess, tempfile, threading, time, u
 from pathlib import Path
 
 from earmem.memory import MemoryStore
-from earmem.memory.hygiene import HashingEncoder, StoreConfig
-from earmem.memory.postgres import PostgresBackend
-import torch, earmem.ear.replay, earmem.memory.consolidate  # noqa: F401  (imported here once: threads importing torch at once race)
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.backends.postgres import PostgresBackend
+import torch, earmem.ear.replay, earmem.memory.store.consolidate  # noqa: F401  (imported here once: threads importing torch at once race)
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--memories", type=int, default=3000)
@@ -57,7 +57,7 @@ def refresh(self):
         held.append((time.perf_counter() - lock_at.pop("t"), lock_at.pop("switch")))
     return _refresh(self)
 PostgresBackend._lock_namespace, PostgresBackend.refresh = lock, refresh
-importlib.import_module("earmem.memory.pg_consolidate")   # the chapter that teaches the backend to stage and switch
+importlib.import_module("earmem.memory.backends.postgres_staging")   # the chapter that teaches the backend to stage and switch
 _switch = PostgresBackend.switch_vectors
 def switch(self, *args, **kw):
     lock_at["switch"] = True

@@ -12,7 +12,7 @@ import json, sys, time
 t = {"start": time.perf_counter()}
 import earmem.commands
 t["import earmem.commands"] = time.perf_counter()
-from earmem.memory.store import MemoryStore
+from earmem.memory.store.operations import MemoryStore
 s = MemoryStore(sys.argv[1], readonly=True)
 t["open store"] = time.perf_counter()
 import torch
@@ -25,7 +25,7 @@ t["load model"] = time.perf_counter()
 enc.cache = None                         # the query must really be encoded
 q = enc.encode_queries([sys.argv[2]])
 t["encode query"] = time.perf_counter()
-s.search(sys.argv[2], k=5, touch=False)
+s.search(sys.argv[2], k=5)
 t["search (query now cached)"] = time.perf_counter()
 print(json.dumps(t))
 '''

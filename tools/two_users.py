@@ -27,8 +27,8 @@ def make_store(folder: Path, encoder: str):
     "A fresh store folder; with the hashing encoder its root store is made here (the servers open it with its encoder)."
     if encoder == "hashing":
         sys.path.insert(0, str(ROOT))
-        from earmem.memory.hygiene import HashingEncoder, StoreConfig
-        from earmem.memory.store import MemoryStore
+        from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
+        from earmem.memory.store.operations import MemoryStore
         MemoryStore(folder, encoder=HashingEncoder(256), config=StoreConfig(min_relevance=0.05)).close()
 
 

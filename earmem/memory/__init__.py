@@ -11,25 +11,23 @@ __all__ = ['SURFACE', 'MemoryStore', 'StoreConfig', 'HashingEncoder', 'KINDS', '
 # %% ../../nbs/memory/27_api.ipynb #dc1b8080
 import importlib
 
-SURFACE = {   # public name -> the module of this wing that defines it
-    "MemoryStore": "consolidate",  # the store's class, from the last chapter that files methods on it (it imports chat and trust; store_open defines it, as sqlite_rows defines SQLiteBackend, which sqlite completes)
-    "StoreConfig": "hygiene", "HashingEncoder": "hygiene", "KINDS": "hygiene", "STORES": "hygiene",
-    "Hit": "agent", "Hits": "agent", "AddResult": "agent", "Injection": "agent", "MemoryRecord": "agent",
-    "inject": "agent", "tool_specs": "agent", "handle_tool_call": "agent",
-    "MemoryTools": "agent", "tools_for": "agent", "SearchFilter": "vectors",
-    "StorageBackend": "storage", "SQLiteBackend": "sqlite", "redact_url": "storage", "PostgresBackend": "pg_search",  # with its search (25d)
-    "UserTools": "agent", "StorePool": "users", "AsyncMemoryStore": "users", "list_namespaces": "users",
-    "ChatResult": "chat", "Extractor": "chat", "RuleExtractor": "chat", "LLMExtractor": "chat",
+SURFACE = {   # public name -> the module of this wing that names it (a sub-wing's package: its classes are whole there)
+    "MemoryStore": "store",
+    "StoreConfig": "rules.hygiene", "HashingEncoder": "rules.hygiene", "KINDS": "rules.hygiene", "STORES": "rules.hygiene",
+    "Hit": "store", "Hits": "store", "AddResult": "store", "Injection": "store", "MemoryRecord": "store",
+    "inject": "store", "tool_specs": "store", "handle_tool_call": "store",
+    "MemoryTools": "store", "tools_for": "store", "SearchFilter": "index",
+    "StorageBackend": "backends", "SQLiteBackend": "backends", "redact_url": "backends", "PostgresBackend": "backends",
+    "UserTools": "store", "StorePool": "service.users", "AsyncMemoryStore": "service.users", "list_namespaces": "service.users",
+    "ChatResult": "store", "Extractor": "store", "RuleExtractor": "store", "LLMExtractor": "store",
 }
 _all_ = ["MemoryStore", "StoreConfig", "HashingEncoder", "KINDS", "STORES", "Hit", "Hits", "AddResult", "Injection", "MemoryRecord", "inject", "tool_specs", "handle_tool_call", "MemoryTools", "tools_for", "SearchFilter", "StorageBackend", "SQLiteBackend", "redact_url", "PostgresBackend", "UserTools", "StorePool", "AsyncMemoryStore", "list_namespaces", "ChatResult", "Extractor", "RuleExtractor", "LLMExtractor"]   # `from earmem.memory import *`: the table's names (nbdev wants a literal list)
 
 # %% ../../nbs/memory/27_api.ipynb #bfc0f9db
 def __getattr__(name: str):
     "Load a public name of the memory wing on first use (PEP 562), so `import earmem.memory` stays light."
-    if name.startswith("__"): raise AttributeError(name)
-    module = importlib.import_module(f"{__name__}.{SURFACE.get(name, 'store')}")
-    try: value = getattr(module, name)
-    except AttributeError: raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    if name not in SURFACE: raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{SURFACE[name]}"), name)
     globals()[name] = value
     return value
 

@@ -8,7 +8,7 @@ import errno, hmac, ipaddress, json, logging, os, re, sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
-from ..memory.storage import redact_url
+from ..memory.backends.boundary import redact_url
 
 log = logging.getLogger("earmem.serve")
 

@@ -10,7 +10,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 from fastcore.basics import patch
 from ..core import check_positive_int
-from ..memory.hygiene import HashingEncoder, StoreConfig
+from ..memory.rules.hygiene import HashingEncoder, StoreConfig
 from ..memory.store import MemoryStore
 from .mcp import build_mcp_server, require
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import functools
 from typing import Sequence
 from ..core import check_positive_int
-from ..memory.agent import TOOL_ARGUMENTS, MemoryTools, tools_for, unknown_argument
+from ..memory.store.agent_view import TOOL_ARGUMENTS, MemoryTools, tools_for, unknown_argument
 from ..memory.store import MemoryStore
-from ..memory.vectors import SearchFilter
+from ..memory.index.mirror import SearchFilter
 from .mcp import require
 
 # %% auto #0

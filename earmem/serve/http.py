@@ -6,11 +6,10 @@
 from __future__ import annotations
 import html, json
 from pathlib import Path
-from ..memory.agent import ArgumentError, MemoryTools, UserTools, check_value, error_json, tool_schema, tools_for, unknown_argument
+from ..memory.store.agent_view import ArgumentError, MemoryTools, UserTools, check_value, error_json, tool_schema, tools_for, unknown_argument
 from ..memory.store import MemoryStore
-from ..memory.users import StorePool
-from ..memory.trust import server_guard
-import earmem.memory.chat  # noqa: F401  (files MemoryStore.add_messages, the /memories/messages route)
+from ..memory.service.users import StorePool
+from ..memory.store.trust import server_guard
 from .access import load_keys, protect, require_keys
 from .mcp import require
 try:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import argparse, functools, importlib, json
 from pathlib import Path
 from ..core import check_positive_int
-from ..memory.agent import (ArgumentError, MemoryTools, TOOL_DESCRIPTIONS, TOOL_NAMES, UserTools, error_json, hit_json, record_json,
+from ..memory.store.agent_view import (ArgumentError, MemoryTools, TOOL_DESCRIPTIONS, TOOL_NAMES, UserTools, error_json, hit_json, record_json,
                                  tool_schema, tools_for)
 from ..memory.store import MemoryStore
-from ..memory.users import StorePool
-from ..memory.trust import server_guard
-import earmem.memory.chat  # noqa: F401  (files MemoryStore.add_messages, the add_messages tool)
+from ..memory.service.users import StorePool
+from ..memory.store.trust import server_guard
 from .access import clean_message, load_keys, protect, require_keys
 
 # %% auto #0

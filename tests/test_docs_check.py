@@ -120,14 +120,16 @@ def test_notebooks_are_found_in_the_wing_folders_in_reading_order(wings, tmp_pat
     docs, nbs = wings
     _nb(nbs/'ear'/'10a_extra.ipynb', 'print(3)'); _nb(nbs/'core'/'10_more.ipynb', 'print(3)')
     _nb(nbs/'ear'/'index.ipynb', 'print(3)')                      # a wing's own index is not the site's index
+    _nb(nbs/'guide.ipynb', 'print(4)'); (nbs/'memory'/'store').mkdir(parents=True); _nb(nbs/'memory'/'store'/'10b_deep.ipynb', 'print(5)')
     rel = [check_docs.rel_nb(p, nbs) for p in check_docs.notebooks(nbs)]
-    assert rel == ['index.ipynb', 'core/00_core.ipynb', 'ear/02_adapter.ipynb', 'core/10_more.ipynb',
-                   'ear/10a_extra.ipynb', 'ear/index.ipynb']       # by number across the folders; `_`/`.` skipped
-    assert [check_docs.wing_of(p, nbs) for p in check_docs.notebooks(nbs)] == ['', 'core', 'ear', 'core', 'ear', 'ear']
+    assert rel == ['index.ipynb', 'guide.ipynb', 'core/00_core.ipynb', 'ear/02_adapter.ipynb', 'core/10_more.ipynb',
+                   'ear/10a_extra.ipynb', 'memory/store/10b_deep.ipynb', 'ear/index.ipynb']   # unnumbered top pages after
+    # the index; then by number across the folders and sub-folders; `_`/`.` skipped
+    assert [check_docs.wing_of(p, nbs) for p in check_docs.notebooks(nbs)] == ['', '', 'core', 'ear', 'core', 'ear', 'memory', 'ear']
 
 def test_nested_page_names_follow_nbdev():
     from nbdev.doclinks import _nbpath2html
-    for n in ['ear/02_adapter.ipynb', 'memory/27_api.ipynb', 'cli/34_compat.ipynb', 'core/10a_Extra_Stuff.ipynb']:
+    for n in ['ear/02_adapter.ipynb', 'memory/27_api.ipynb', 'memory/store/23_operations.ipynb', 'core/10a_Extra_Stuff.ipynb']:
         assert check_docs.page_name(n) == _nbpath2html(Path(n)).as_posix()
     assert check_docs.page_name('ear/02_adapter.ipynb') == 'ear/adapter.html'
     assert check_docs.page_name(Path('index.ipynb')) == 'index.html'

@@ -78,9 +78,10 @@ def wing_title(folder: str) -> str:
     return WING_TITLES.get(folder, folder.replace('_', ' ').capitalize())
 
 def _reading_key(rel: Path):
-    "index first, then by numeric prefix across the folders (`10a_x` after `10_y`), then by name"
+    """index first, then the other unnumbered pages at the top (the guide, the results), then by numeric prefix
+    across the folders (`10a_x` after `10_y`), then by name"""
     m = re.match(r'^(\d+)([a-zA-Z0-9]*)_', rel.name)
-    return (rel.stem != 'index' or len(rel.parts) > 1, int(m.group(1)) if m else float('inf'),
+    return (rel.stem != 'index' or len(rel.parts) > 1, not (m is None and len(rel.parts) == 1), int(m.group(1)) if m else float('inf'),
             m.group(2) if m else '', rel.as_posix())
 
 def notebooks(nbs: Path) -> list[Path]:

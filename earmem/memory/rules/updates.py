@@ -448,12 +448,12 @@ def main(argv=None):
     import argparse, json
     from pathlib import Path
     ap = argparse.ArgumentParser(prog="python -m earmem.memory.rules.updates", description=main.__doc__)
-    ap.add_argument("table", nargs="?", help="the pair table (default: nbs/memory/data/update_pairs.json of the source tree)")
+    ap.add_argument("table", nargs="?", help="the pair table (default: nbs/memory/rules/data/update_pairs.json of the source tree)")
     ap.add_argument("--judge", help="score the judge_change of this copy of updates.py instead (e.g. an older version's)")
     ap.add_argument("--related", type=float, default=0.7, help="lower end of the related band at the door (0.92: no band, as before round 3)")
     a = ap.parse_args(argv)
     judge = _judge_from_file(a.judge) if a.judge else judge_change
-    table = Path(a.table or Path(__file__).resolve().parents[2] / "nbs/memory/data/update_pairs.json")
+    table = Path(a.table or Path(__file__).resolve().parents[3] / "nbs/memory/rules/data/update_pairs.json")
     for split, part, scorer, s in table_report(json.loads(table.read_text()), judge, related=a.related):
         print(f"{split:8s} {part:8s} {scorer:6s} n={s['pairs']:3d}  P={s['precision']:.3f}  R={s['recall']:.3f}  hidden={s['hidden']}  wrong={s['wrong']}")
 

@@ -232,6 +232,7 @@ def _ping(self: PostgresBackend):
     "A round trip before a transaction starts on the connection (made resilient below: a lost connection is found and replaced first)."
     self._q("SELECT 1")
 
+# %% ../../../nbs/memory/backends/20c_postgres.ipynb #9bc2a4b0
 @patch
 @contextmanager
 def write(self: PostgresBackend):

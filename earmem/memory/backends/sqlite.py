@@ -458,6 +458,7 @@ def encoder_record(self: SQLiteBackend) -> dict | None:
     r = self.db.execute("SELECT value FROM meta WHERE key='encoder_record'").fetchone()
     return None if r is None else json.loads(r[0])
 
+# %% ../../../nbs/memory/backends/20b_sqlite.ipynb #d0b4bb55
 @patch
 def memory_texts(self: SQLiteBackend, after_rev: int = 0) -> tuple:
     "({id: text} of the stored rows changed after revision `after_rev`, the revision read at)."

@@ -152,6 +152,7 @@ def encoder_at(folder: Path, encoder_id: str):
     enc.model_id = encoder_id  # what the manifest names it: the store's checks compare ids
     return enc
 
+# %% ../../../nbs/memory/store/22b_opening.ipynb #1c752cf2
 @patch(as_prop=True)
 def encoder(self: MemoryStore):
     "The store's encoder (built from the manifest on first use when none was given; a consolidated store's own model from its folder, chapter 23d)."
@@ -252,6 +253,7 @@ def _after_refresh(self: MemoryStore):
     "A declared hook, called last by `_refresh`: chapter 23d follows an encoder switch another process committed. Does nothing."
     return None
 
+# %% ../../../nbs/memory/store/22b_opening.ipynb #cbce3a44
 @patch
 def _maybe_refresh(self: MemoryStore):
     if self._backend.changed(): self._refresh()

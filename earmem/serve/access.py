@@ -9,13 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 from ..memory.backends.boundary import redact_url
+from ..memory.store.agent_view import check_user_id
 
 log = logging.getLogger("earmem.serve")
 
 # %% auto #0
 __all__ = ['log', 'MIN_KEY_LENGTH', 'LOOPBACK_NAMES', 'FAULTS', 'READ_ROUTES', 'READ_TOOLS', 'Key', 'parse_keys', 'load_keys',
            'is_loopback', 'require_keys', 'match_key', 'presented_key', 'allowed_hosts', 'host_name', 'Limits',
-           'limit_problem', 'clean_message', 'fault', 'send_error', 'AccessGuard', 'install_faults', 'protect']
+           'limit_problem', 'clean_message', 'fault', 'send_error', 'AccessGuard', 'request_users', 'acts_for',
+           'install_faults', 'protect']
 
 # %% ../../nbs/serve/27a_access.ipynb #cf18a948
 @dataclass(frozen=True)
@@ -26,9 +28,9 @@ class Key:
     users: frozenset | None = None
     name: str = "key"
 
-    def allows(self, user: str | None) -> bool:
-        "Whether this key may act for `user` (None = the door's default user)."
-        return self.users is None or (user if user is not None else "default") in self.users
+    def allows(self, user: str | None, default: str = "default") -> bool:
+        "Whether this key may act for `user` (None: the door's `default` user)."
+        return self.users is None or (user if user is not None else default) in self.users
 
 # %% ../../nbs/serve/27a_access.ipynb #e23252c2
 MIN_KEY_LENGTH = 16
@@ -40,7 +42,9 @@ def _key(secret, access="write", users=None, name=None, where="keys file") -> Ke
     if access not in ("read", "write"): raise ValueError(f"{where}: access must be 'read' or 'write', got {access!r}")
     if users is not None and (isinstance(users, str) or not all(isinstance(u, str) and u for u in users)):
         raise ValueError(f"{where}: users must be a list of user names")
-    return Key(secret, access == "write", None if users is None else frozenset(users), name or f"key…{secret[-4:]}")
+    try: users = None if users is None else frozenset(check_user_id(u) for u in users)
+    except ValueError as e: raise ValueError(f"{where}: {e}") from None
+    return Key(secret, access == "write", users, name or f"key…{secret[-4:]}")
 
 def parse_keys(text: str, where: str = "keys file") -> list:
     "Keys from the text of a keys file (JSON object, or one `SECRET [read|write] [user,...]` per line)."
@@ -210,8 +214,9 @@ async def send_error(send, status: int, message: str, headers: dict | None = Non
 class AccessGuard:
     "ASGI middleware: Host (421), Origin (403), API key (401), body size (413), JSON limits (422), key rights (403)."
     def __init__(self, app, keys=(), hosts: frozenset | None = LOOPBACK_NAMES, origins: frozenset = frozenset(),
-                 limits: Limits = Limits(), require_key: bool | None = None):
+                 limits: Limits = Limits(), require_key: bool | None = None, default_user: str = "default"):
         self.app, self.keys, self.hosts, self.origins, self.limits = app, list(keys), hosts, frozenset(origins), limits
+        self.default_user = default_user  # whom a request that names no user acts for (a pinned server's user)
         self.require_key = bool(self.keys) if require_key is None else require_key
 
     async def __call__(self, scope, receive, send):
@@ -268,16 +273,32 @@ async def _read_body(self, headers: dict, receive) -> tuple:
         if size > cap: return b"", too_big
     return b"".join(chunks), None
 
-def _user(scope, payload) -> str | None:
-    "The user a request names: `user` in its query string or JSON body (MCP: in the tool arguments)."
-    from urllib.parse import parse_qs
-    q = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("user")
-    if q: return q[0]
-    if isinstance(payload, dict):
-        args = payload.get("params", {}).get("arguments", {}) if isinstance(payload.get("params"), dict) else {}
-        return payload.get("user") if isinstance(payload.get("user"), str) else (args.get("user") if isinstance(args, dict) else None)
-    return None
 AccessGuard._read_body = _read_body
+
+# %% ../../nbs/serve/27a_access.ipynb #9bccddd8
+def request_users(scope, payload) -> list:
+    "Every `user_id` a request names, as the doors read them: its query string's, its JSON body's, each MCP tool call's arguments'."
+    from urllib.parse import parse_qs
+    named = list(parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True).get("user_id", []))
+    for p in payload if isinstance(payload, list) else [payload]:
+        if not isinstance(p, dict): continue
+        if "user_id" in p: named.append(p["user_id"])
+        args = p["params"].get("arguments") if isinstance(p.get("params"), dict) else None
+        if isinstance(args, dict) and "user_id" in args: named.append(args["user_id"])
+    return named
+
+def _calls(payload) -> list:
+    "The JSON-RPC messages of an MCP request (one, or each of a batch); [] for anything else."
+    msgs = payload if isinstance(payload, list) else [payload]
+    return [m for m in msgs if isinstance(m, dict) and "jsonrpc" in m]
+
+def acts_for(scope, payload) -> str:
+    "'user' (a request for one user's memories), 'all' (listing the users) or 'none' (MCP messages that are not tool calls)."
+    calls = _calls(payload)
+    if calls:
+        tools = [(c.get("params") or {}).get("name") for c in calls if c.get("method") == "tools/call"]
+        return "all" if "users" in tools else "user" if tools else "none"
+    return "all" if scope.get("path", "") == "/users" else "user"
 
 # %% ../../nbs/serve/27a_access.ipynb #aac4c834
 def _is_write(scope, payload) -> bool:
@@ -288,16 +309,22 @@ def _is_write(scope, payload) -> bool:
     return scope.get("path", "") not in READ_ROUTES
 
 def _refuse_body(self, scope, body: bytes, key: Key | None) -> tuple | None:
-    "(status, message) when the JSON body breaks a limit (422) or the key lacks the right (403)."
+    "(status, message) when the JSON body breaks a limit (422), names no valid or more than one user (422, 400), or the key lacks the right (403)."
     payload = None
-    if body[:1] in (b"{", b"["):
+    if body.lstrip()[:1] in (b"{", b"["):                  # JSON after leading whitespace is JSON too: its limits apply
         try: payload = json.loads(body)
         except (ValueError, RecursionError): payload = None  # the app answers malformed JSON itself
         if (p := limit_problem(payload, self.limits)): return 422, p
+    try: named = sorted({check_user_id(u) for u in request_users(scope, payload)})
+    except ValueError as e: return 422, str(e)
+    if len(named) > 1: return 400, f"user_id: the request names {len(named)} users ({', '.join(map(repr, named))}); a request acts for one"
     if key is None: return None
     if not key.write and _is_write(scope, payload): return 403, f"authorization: {key.name} is read-only"
-    user = _user(scope, payload)
-    if not key.allows(user): return 403, f"authorization: {key.name} may not act for user {user or 'default'!r}"
+    scope_of = acts_for(scope, payload)
+    if scope_of == "all" and key.users is not None: return 403, f"authorization: {key.name} may not list the users (it acts for some only)"
+    user = named[0] if named else None
+    if scope_of == "user" and not key.allows(user, self.default_user):
+        return 403, f"authorization: {key.name} may not act for user {user if user is not None else self.default_user!r}"
     return None
 AccessGuard._refuse_body = _refuse_body
 
@@ -326,7 +353,8 @@ def protect(app, store=None, host: str = "127.0.0.1", keys: list | None = None, 
     keys = load_keys(env) if keys is None else list(keys)
     require_keys(host, keys)
     origins = frozenset(o.strip() for o in env.get("EARMEM_ALLOWED_ORIGINS", "").split(",") if o.strip())
-    opts = dict(keys=keys, hosts=allowed_hosts(host, env), origins=origins, limits=limits)
+    opts = dict(keys=keys, hosts=allowed_hosts(host, env), origins=origins, limits=limits,
+                default_user=getattr(store, "pinned", None) or "default")   # whom a request naming no user acts for, as UserTools
     paths = [str(getattr(store, "path", ""))] if store is not None and not str(getattr(store, "path", "")).count("://") else []
     if hasattr(app, "add_exception_handler"): install_faults(app, paths)
     if hasattr(app, "add_middleware"):

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import html, json
 from pathlib import Path
-from ..memory.store.agent_view import ArgumentError, MemoryTools, UserTools, check_value, error_json, tool_schema, tools_for, unknown_argument
+from ..memory.store.agent_view import ArgumentError, MemoryTools, UserTools, check_user_id, check_value, error_json, tool_schema, tools_for, unknown_argument
 from ..memory.store import MemoryStore
 from ..memory.service.users import StorePool
 from ..memory.store.trust import server_guard
@@ -34,8 +34,8 @@ def _with_path_id(body: dict, id: str) -> dict:
     return {**body, "id": id}
 
 def _named_user(args: dict) -> dict:
-    "The arguments of a delete-all, which must name its user (a wipe is never the default user's by omission)."
-    if "user_id" not in args: raise ArgumentError("user_id: is required to erase every memory of a user; name the user")
+    "The arguments of a delete-all, which must name its user (a wipe is never the default user's by omission, nor by an empty name)."
+    check_user_id(args.get("user_id"), required=True)
     return args
 
 # %% ../../nbs/serve/29_http.ipynb #e5330f19

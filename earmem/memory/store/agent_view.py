@@ -4,7 +4,7 @@
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #53f76a7c
 from __future__ import annotations
-import copy, difflib, json, threading
+import copy, difflib, json, threading, unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field, asdict
 from typing import Callable, Sequence
@@ -16,10 +16,10 @@ from ..index.mirror import FILTER_FIELDS, SearchFilter
 
 # %% auto #0
 __all__ = ['MEMORY_FIELDS', 'TOOL_ARGUMENTS', 'TOOL_NAMES', 'SCOPES', 'TAGGED', 'TOOL_DESCRIPTIONS', 'MAX_ARGUMENT_CHARS',
-           'OPENAI_TOOLS', 'confidence_word', 'MemoryRecord', 'Hit', 'Hits', 'AddResult', 'mark_conflicts', 'Injection',
-           'provenance_line', 'inject', 'record_json', 'hit_json', 'ArgumentError', 'error_json', 'scopes_of',
-           'tool_schema', 'check_value', 'unknown_argument', 'check_arguments', 'MemoryTools', 'UserTools', 'tools_for',
-           'tool_specs', 'handle_tool_call']
+           'DESTRUCTIVE', 'OPENAI_TOOLS', 'confidence_word', 'MemoryRecord', 'Hit', 'Hits', 'AddResult',
+           'mark_conflicts', 'Injection', 'provenance_line', 'inject', 'record_json', 'hit_json', 'ArgumentError',
+           'error_json', 'scopes_of', 'tool_schema', 'check_value', 'unknown_argument', 'check_arguments',
+           'MemoryTools', 'check_user_id', 'UserTools', 'tools_for', 'tool_specs', 'handle_tool_call']
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #63dd6418
 def confidence_word(c: float) -> str:
@@ -493,11 +493,27 @@ def add_messages(self: MemoryTools, messages: list, session: str | None = None, 
     return self.store.add_messages(messages, session=session, timestamp=timestamp, extract=extract).to_json()
 
 
+# %% ../../../nbs/memory/store/21_agent_view.ipynb #9273e232
+DESTRUCTIVE = frozenset({"delete", "clear"})  # operations that erase: through a door for many users, only with an explicit user_id
+
+def check_user_id(value, required: bool = False) -> str | None:
+    "The user a call names, checked once for every door: None when omitted (the door's default user; refused when `required`), else the name in NFC."
+    if value is None:
+        if required: raise ArgumentError("user_id: is required here (this operation erases memories); name the user")
+        return None
+    if not isinstance(value, str): raise ArgumentError(f"user_id: expected a user name (a string), got {type(value).__name__}")
+    name = unicodedata.normalize("NFC", value)
+    if not name.strip(): raise ArgumentError("user_id: is empty; expected a user name (omit it for the door's default user)")
+    if name != name.strip(): raise ArgumentError(f"user_id: {name!r} has surrounding spaces; expected the name without them")
+    if bad := [c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")]:
+        raise ArgumentError(f"user_id: {name!r} holds invisible or control characters ({', '.join(f'U+{ord(c):04X}' for c in bad[:3])}); expected a plain name")
+    return name
+
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #3a97bdcc
 def _scoped(name: str, args: dict) -> tuple:
     "(user_id or None, the arguments with agent_id / run_id moved into metadata: kept by add, a filter for search and list)."
     args = dict(args)
-    user, tags = args.pop("user_id", None), {k: args.pop(k) for k in ("agent_id", "run_id") if k in args}
+    user, tags = check_user_id(args.pop("user_id", None)), {k: args.pop(k) for k in ("agent_id", "run_id") if k in args}
     if tags: args["metadata"] = {**args.get("metadata", {}), **tags}
     return user, args
 
@@ -529,14 +545,15 @@ class UserTools:
     def __repr__(self): return f"UserTools({self.stores!r}, default user {self.default!r})"
 
     def tools(self, user_id: str | None = None) -> MemoryTools:
-        "The MemoryTools of user `user_id` (None = the default user)."
-        return tools_for(self.stores.store(user_id or self.default))
+        "The MemoryTools of user `user_id` (None = the default user; a name is checked by `check_user_id`)."
+        user = check_user_id(user_id)
+        return tools_for(self.stores.store(self.default if user is None else user))
 
     def run(self, name: str, arguments: dict | str | None = None, defaults: dict | None = None) -> dict:
-        "Run operation `name` for the user its `user_id` names (checked like MemoryTools.run); `users` lists the pool's users."
+        "Run operation `name` for the user its `user_id` names (checked like MemoryTools.run; required to erase); `users` lists the pool's users."
         args = check_arguments(name, {} if arguments is None else _tool_arguments(arguments))
         if name == "users": return {"users": list(self.stores.namespaces())}
-        return self.tools(args.pop("user_id", None)).run(name, args, defaults)
+        return self.tools(check_user_id(args.pop("user_id", None), required=name in DESTRUCTIVE)).run(name, args, defaults)
 
     call = MemoryTools.call
 

@@ -253,7 +253,7 @@ def _after_refresh(self: MemoryStore):
     "A declared hook, called last by `_refresh`: chapter 23d follows an encoder switch another process committed. Does nothing."
     return None
 
-# %% ../../../nbs/memory/store/22b_opening.ipynb #cbce3a44
+# %% ../../../nbs/memory/store/22b_opening.ipynb #9cb048b2
 @patch
 def _maybe_refresh(self: MemoryStore):
     if self._backend.changed(): self._refresh()

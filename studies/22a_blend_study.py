@@ -6,7 +6,7 @@ Two measurements per config (a JSON object of StoreConfig overrides; `{}` = the 
 - fresh: handwritten corrections that the door does not catch (an old statement and a fresher one of the same fact, ten
   unrelated facts beside them): how often the fresher ranks first for a question about it.
 
-    python tools/blend_study.py '{}' '{"recency_weight": 0, "importance_weight": 0}' --split fit
+    python studies/22a_blend_study.py '{}' '{"recency_weight": 0, "importance_weight": 0}' --split fit
 """
 import argparse, json, tempfile, time
 from earmem.core import Encoder

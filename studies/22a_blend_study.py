@@ -46,7 +46,7 @@ def fresh(cfg: StoreConfig, enc) -> int:
 def stream(cfg: StoreConfig, enc, split: str) -> tuple:
     "(Recall@5, Hit@5, n) of LoCoMo's question stream through each conversation's store (`earmem.store_study.question_stream`)."
     from earmem.experiments.data import load_locomo
-    from earmem.store_study import question_stream
+    from earmem.cli.store_study import question_stream
     bench = load_locomo()
     qs = [q for q in bench._all_queries() if q.metadata["scorable"]]
     if split != "all":

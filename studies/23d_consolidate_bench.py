@@ -15,7 +15,7 @@ from earmem.ear.critic import CitationSimulator
 from earmem.experiments.data import load_locomo
 from earmem.memory import MemoryStore, StoreConfig
 from earmem.memory.storage import MANIFEST_NAME
-from earmem.store_study import query_split
+from earmem.cli.store_study import query_split
 import earmem.memory.consolidate  # noqa: F401  (files consolidate() on MemoryStore)
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

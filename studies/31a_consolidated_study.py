@@ -4,7 +4,7 @@
     python studies/31a_consolidated_study.py --benchmark longmemeval --data FILE   (LongMemEval_S through its loader)
 """
 import argparse, json, sys
-from earmem.store_study import STUDY_LEVELS, consolidated_study, study_benchmark
+from earmem.cli.store_study import STUDY_LEVELS, consolidated_study, study_benchmark
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--seeds", type=int, default=1)

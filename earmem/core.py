@@ -13,11 +13,11 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'BACKEND_ENV', 'MOVED_TO_RETRIEVERS', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int',
-           'check_positive_int', 'check_number', 'check_positive_number', 'check_probability', 'check_choice',
-           'atomic_write', 'atomic_write_json', 'default_cache_dir', 'EmbeddingCache', 'Encoder', 'quiet_model_loading',
-           'onnx_ready', 'export_onnx', 'OnnxModel', 'encoding_eta', 'check_matrix', 'unit_rows', 'Candidates',
-           'zscore', 'neighbour_smooth', 'recall_at_k', 'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query', 'evaluate',
+__all__ = ['DEFAULT_MODEL', 'BACKEND_ENV', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int', 'check_positive_int',
+           'check_number', 'check_positive_number', 'check_probability', 'check_choice', 'atomic_write',
+           'atomic_write_json', 'default_cache_dir', 'EmbeddingCache', 'Encoder', 'quiet_model_loading', 'onnx_ready',
+           'export_onnx', 'OnnxModel', 'encoding_eta', 'check_matrix', 'unit_rows', 'Candidates', 'zscore',
+           'neighbour_smooth', 'recall_at_k', 'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query', 'evaluate',
            'parse_locomo_datetime']
 
 # %% ../nbs/core/00_core.ipynb #d789979b
@@ -557,13 +557,3 @@ def parse_locomo_datetime(text) -> str | None:
     hour = int(h) % 12 + (12 if ap.lower() == "p" else 0)
     try: return datetime(int(y), month, int(d), hour, int(mi)).isoformat()
     except ValueError: return None
-
-# %% ../nbs/core/00_core.ipynb #a4debf53
-MOVED_TO_RETRIEVERS = ("top_k", "MemoryBank", "lexical_tokens", "DenseRetriever", "LexicalRetriever", "HybridRetriever", "RETRIEVERS", "make_retriever")
-
-def __getattr__(name: str):
-    "`earmem.core.<retriever name>` (its place until 0.3.3) forwards to `earmem.retrievers`, with a DeprecationWarning."
-    if name not in MOVED_TO_RETRIEVERS: raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib, warnings
-    warnings.warn(f"earmem.core.{name} moved to earmem.retrievers in earmem 0.3.4", DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module("earmem.retrievers"), name)

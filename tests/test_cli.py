@@ -397,7 +397,7 @@ def test_memory_cli_round_trip(tmp_path, capsys):
 
 def test_memory_cli_registers_in_a_parent_parser():
     import argparse
-    from earmem.commands import add_memory_parser, run_memory_command
+    from earmem.cli.memory import add_memory_parser, run_memory_command
     parser = argparse.ArgumentParser(prog="earmem")
     add_memory_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["memory", "stats", "--store", "nowhere-xyz"])
@@ -709,7 +709,7 @@ def test_data_usage_errors(capsys):
 
 # ---- validated doors: typed --set, options that do not apply, learning flags -------------------------------------
 def test_set_values_are_typed():
-    from earmem.cli import _overrides
+    from earmem.cli.reproduce import _overrides
     assert _overrides(["lr=1e-3", "K=30", "replay=none", "rank=8", "unobserved=mask", "grad_clip=None"]) == \
         {"lr": 1e-3, "K": 30, "replay": None, "rank": 8, "unobserved": "mask", "grad_clip": None}
     for pair, msg in [("lr=abc", "set: lr expects a number, got 'abc'"), ("K=2.5", "set: K expects an integer, got '2.5'"),
@@ -759,7 +759,7 @@ def test_no_option_ends_in_a_traceback(env, capsys, argv):
 
 def test_learning_flags_are_passed_on(env, capsys, monkeypatch):
     "--retriever/--preset reach chapter 11's functions as keywords, only when not the default (None = the preset's)."
-    import earmem.cli as cli
+    import earmem.cli.reproduce as cli
     seen = []
     def fake_reproduce(benchmark, method, split, encoder, k, K, seed, test_size, data, progress=True, log=None,
                        retriever=None, preset="paper"):

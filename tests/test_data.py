@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import earmem.experiments.data as data
-import earmem.data_commands as data_commands
+import earmem.cli.data as data_commands
 from earmem.experiments.data import (Benchmark, clean_evidence, find_data_file, load_locomo, parse_dialogue_ids,
                          parse_locomo_datetime)
 from earmem.experiments.longmemeval import load_longmemeval

@@ -829,7 +829,7 @@ def _locomo_stream(config: StoreConfig) -> tuple:
     "LoCoMo's scorable questions asked in turn of each conversation's store (its dialogue turns), k = 5: (Recall@5, Hit@5, n)."
     from earmem.core import Encoder
     from earmem.experiments.data import load_locomo
-    from earmem.store_study import question_stream
+    from earmem.cli.store_study import question_stream
     bench = load_locomo()
     got = question_stream(bench, Encoder(progress=False), config, [q for q in bench._all_queries() if q.metadata["scorable"]])
     return got["recall"], got["hit"], got["n"]

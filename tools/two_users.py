@@ -28,7 +28,7 @@ def make_store(folder: Path, encoder: str):
     if encoder == "hashing":
         sys.path.insert(0, str(ROOT))
         from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
-        from earmem.memory.store.operations import MemoryStore
+        from earmem.memory.store import MemoryStore
         MemoryStore(folder, encoder=HashingEncoder(256), config=StoreConfig(min_relevance=0.05)).close()
 
 

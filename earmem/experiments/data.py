@@ -17,10 +17,9 @@ from ..retrievers import MemoryBank
 
 # %% auto #0
 __all__ = ['MEMORY_FEATURES', 'QUERY_FEATURES', 'LOCOMO_SOURCE', 'LOCOMO_URL', 'LOCOMO_SHA256', 'LOCOMO_NAMES',
-           'LONGMEMEVAL_SOURCE', 'LONGMEMEVAL_URL', 'LONGMEMEVAL_NAMES', 'LOCOMO_CATEGORIES', 'MOVED_TO_LONGMEMEVAL',
-           'Benchmark', 'data_dir', 'data_root', 'find_data_file', 'check_options', 'DownloadError', 'sha256_of',
-           'fetch_file', 'parse_dialogue_ids', 'clean_evidence', 'check_locomo', 'download_locomo', 'check_unique_ids',
-           'load_locomo']
+           'LONGMEMEVAL_SOURCE', 'LONGMEMEVAL_URL', 'LONGMEMEVAL_NAMES', 'LOCOMO_CATEGORIES', 'Benchmark', 'data_dir',
+           'data_root', 'find_data_file', 'check_options', 'DownloadError', 'sha256_of', 'fetch_file',
+           'parse_dialogue_ids', 'clean_evidence', 'check_locomo', 'download_locomo', 'check_unique_ids', 'load_locomo']
 
 # %% ../../nbs/experiments/10_data.ipynb #e2bad679
 _STRINGS = (getattr(datasets, "List", None) or datasets.Sequence)(datasets.Value("string"))  # datasets ≥ 4 has List
@@ -516,13 +515,3 @@ def load_locomo(path=None, *,
     check_unique_ids(mem_rows, file)
     return Benchmark("locomo", _table(mem_rows, MEMORY_FEATURES), _table(query_rows, QUERY_FEATURES),
                      evidence_report, link_report, str(file))
-
-# %% ../../nbs/experiments/10_data.ipynb #71c04e94
-MOVED_TO_LONGMEMEVAL = ("parse_longmemeval_date", "check_longmemeval", "load_longmemeval")
-
-def __getattr__(name: str):
-    "`earmem.experiments.data.<LongMemEval name>` (its place until 0.3.3) forwards to `earmem.experiments.longmemeval`, with a DeprecationWarning."
-    if name not in MOVED_TO_LONGMEMEVAL: raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib, warnings
-    warnings.warn(f"earmem.experiments.data.{name} moved to earmem.experiments.longmemeval in earmem 0.3.4", DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module("earmem.experiments.longmemeval"), name)

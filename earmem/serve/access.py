@@ -275,7 +275,7 @@ async def _read_body(self, headers: dict, receive) -> tuple:
 
 AccessGuard._read_body = _read_body
 
-# %% ../../nbs/serve/27a_access.ipynb #9bccddd8
+# %% ../../nbs/serve/27a_access.ipynb #1fd58a1d
 def request_users(scope, payload) -> list:
     "Every `user_id` a request names, as the doors read them: its query string's, its JSON body's, each MCP tool call's arguments'."
     from urllib.parse import parse_qs

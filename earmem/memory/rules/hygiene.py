@@ -166,7 +166,7 @@ class StoreConfig:
     "Ranking, hygiene and learning knobs of a `MemoryStore` (saved in its manifest)."
     relevance_weight: float = 1.0
     recency_weight: float = 0.3  # issue 19: w_rec, w_imp and same_fact_similarity chosen on LoCoMo's non-test questions asked as a stream
-    importance_weight: float = 0.02  # and on handwritten corrections (tools/blend_study.py); they bound how much relevance a fresher, more important restatement may trade
+    importance_weight: float = 0.02  # and on handwritten corrections (studies/22a_blend_study.py); they bound how much relevance a fresher, more important restatement may trade
     half_life_days: float = 30.0  # recency halves every this many days since the memory was formed (or last used: recency_from)
     recency_from: str = "formed"  # "formed": age since formation (chosen on dev: citing refreshes nothing); "used": since formation or last use
     min_relevance: float = 0.25  # relevance floor (cosine units); below it a memory is never returned

@@ -493,7 +493,7 @@ def add_messages(self: MemoryTools, messages: list, session: str | None = None, 
     return self.store.add_messages(messages, session=session, timestamp=timestamp, extract=extract).to_json()
 
 
-# %% ../../../nbs/memory/store/21_agent_view.ipynb #9273e232
+# %% ../../../nbs/memory/store/21_agent_view.ipynb #c5d66e68
 DESTRUCTIVE = frozenset({"delete", "clear"})  # operations that erase: through a door for many users, only with an explicit user_id
 
 def check_user_id(value, required: bool = False) -> str | None:

@@ -4,10 +4,10 @@ and reading. One namespace of N memories (hashing encoders: no model, so the fig
 the time from taking the namespace's lock to the commit of the switch's transaction; the writer adds a memory every 50 ms on its
 own connection (lock_timeout 120 s, so its wait is measured, not cut), the reader searches every 50 ms.
 
-    nice -n 10 python tools/pg_switch_bench.py [--memories 3000] [--url postgresql://…]
+    nice -n 10 python studies/25b_pg_switch_bench.py [--memories 3000] [--url postgresql://…]
 
 Without --url a throwaway server is started (`earmem.toys.embedded_server`). The script uses only what every version of the
-PostgreSQL switch has, so the same file measures an older checkout too: PYTHONPATH=/path/to/checkout python tools/pg_switch_bench.py
+PostgreSQL switch has, so the same file measures an older checkout too: PYTHONPATH=/path/to/checkout python studies/25b_pg_switch_bench.py
 """
 import argparse, importlib, statistics, subprocess, tempfile, threading, time, uuid
 from pathlib import Path

@@ -1,10 +1,10 @@
 """Issue 19's store study with the consolidated column (frozen / online / consolidated, dev and test, query and conversation splits).
 
-    nice -n 10 python tools/consolidated_study.py --seeds 3 [--levels query conversation] [--consolidation shared|own] [--json out.json]
-    python tools/consolidated_study.py --benchmark longmemeval --data FILE   (LongMemEval_S through its loader)
+    nice -n 10 python studies/31a_consolidated_study.py --seeds 3 [--levels query conversation] [--consolidation shared|own] [--json out.json]
+    python studies/31a_consolidated_study.py --benchmark longmemeval --data FILE   (LongMemEval_S through its loader)
 """
 import argparse, json, sys
-from earmem.store_study import STUDY_LEVELS, consolidated_study, study_benchmark
+from earmem.cli.store_study import STUDY_LEVELS, consolidated_study, study_benchmark
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--seeds", type=int, default=1)

@@ -2,7 +2,7 @@
 what is found at these sizes). One store per conversation, its turns added with `add_many` and its scorable questions
 asked with `search(text, k=5)`, the store's default encoder (the bundled MiniLM) unless `--encoder hashing`.
 
-    python tools/graph_onoff.py [--encoder minilm|hashing] [--banks conv-26 ...] [--json]
+    python studies/26_graph_onoff.py [--encoder minilm|hashing] [--banks conv-26 ...] [--json]
 
 Prints Recall@5 with the graph off and on, the identical top-5 lists and the mean top-5 overlap."""
 import argparse, json, tempfile
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from earmem.experiments.data import load_locomo
 from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
-from earmem.memory.store.operations import MemoryStore
+from earmem.memory.store import MemoryStore
 
 
 def force(store: MemoryStore, on: bool):

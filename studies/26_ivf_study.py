@@ -4,7 +4,7 @@ sample; each add is assigned to its nearest centroid, checked for a near-duplica
 list (the dedupe lookup the store's door needs) and appended there as int8; a search scores the centroids, scans the
 `nprobe` nearest lists in int8, and rescores the best 40 exactly (as the store rescores its graph's short list).
 
-    python tools/ivf_study.py [--memories 1000000] [--lists 1024] [--clusters 1000] [--queries 200] [--json]
+    python studies/26_ivf_study.py [--memories 1000000] [--lists 1024] [--clusters 1000] [--queries 200] [--json]
 
 Prints adds/s (assignment, dedupe lookup and append; no SQLite, no hygiene) and, per nprobe, the lookup p50/p95 and
 recall@10 against the exact top 10. The bench's data has `--clusters` true centres: with as many lists as centres the

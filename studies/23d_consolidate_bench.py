@@ -2,7 +2,7 @@
 topped up with observations), taught by the simulated critic on the seed-0 *train* questions (k = 5), then consolidated once,
 with the time of each phase (plan, estimate, fine-tune load/steps/save, re-embed, switch commit, prune).
 
-    nice -n 10 python tools/consolidate_bench.py [--memories 6000] [--folder DIR] [--keep]
+    nice -n 10 python studies/23d_consolidate_bench.py [--memories 6000] [--folder DIR] [--keep]
 
 A built (taught) store in --folder is reused, so a second run times the consolidation only.
 """
@@ -15,7 +15,7 @@ from earmem.ear.critic import CitationSimulator
 from earmem.experiments.data import load_locomo
 from earmem.memory import MemoryStore, StoreConfig
 from earmem.memory.backends.boundary import MANIFEST_NAME
-from earmem.store_study import query_split
+from earmem.cli.store_study import query_split
 import earmem.memory.store.consolidate  # noqa: F401  (files consolidate() on MemoryStore)
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -2,7 +2,7 @@
 background linker on and off (chapter 20b): one store of N synthetic memories (chapter 26's clustered vectors, encoding
 excluded), then rounds of `add_many` of B new memories, each followed by 20 searches and a close.
 
-    python tools/linker_wait.py [--memories 100000] [--batch 10000] [--rounds 2] [--slice 0.02] [--json]
+    python studies/26_linker_wait.py [--memories 100000] [--batch 10000] [--rounds 2] [--slice 0.02] [--json]
 
 Each round adds memories no earlier round added, so every round inserts B new rows into a store about as big.
 """
@@ -13,7 +13,7 @@ from earmem.memory.measure.bench import synthetic_vectors
 from earmem.memory.rules.hygiene import KINDS, HashingEncoder, StoreConfig
 from earmem.memory import sqlite
 from earmem.memory.backends.sqlite import SQLiteBackend
-from earmem.memory.store.operations import MemoryStore
+from earmem.memory.store import MemoryStore
 
 
 def main():

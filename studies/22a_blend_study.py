@@ -6,7 +6,7 @@ Two measurements per config (a JSON object of StoreConfig overrides; `{}` = the 
 - fresh: handwritten corrections that the door does not catch (an old statement and a fresher one of the same fact, ten
   unrelated facts beside them): how often the fresher ranks first for a question about it.
 
-    python tools/blend_study.py '{}' '{"recency_weight": 0, "importance_weight": 0}' --split fit
+    python studies/22a_blend_study.py '{}' '{"recency_weight": 0, "importance_weight": 0}' --split fit
 """
 import argparse, json, tempfile, time
 from earmem.core import Encoder
@@ -44,9 +44,9 @@ def fresh(cfg: StoreConfig, enc) -> int:
 
 
 def stream(cfg: StoreConfig, enc, split: str) -> tuple:
-    "(Recall@5, Hit@5, n) of LoCoMo's question stream through each conversation's store (`earmem.store_study.question_stream`)."
+    "(Recall@5, Hit@5, n) of LoCoMo's question stream through each conversation's store (`earmem.cli.store_study.question_stream`)."
     from earmem.experiments.data import load_locomo
-    from earmem.store_study import question_stream
+    from earmem.cli.store_study import question_stream
     bench = load_locomo()
     qs = [q for q in bench._all_queries() if q.metadata["scorable"]]
     if split != "all":

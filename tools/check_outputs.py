@@ -1,12 +1,12 @@
 """Stale-output check: re-execute chapters and compare their demonstration cells' text with the stored outputs.
 
-Usage: python tools/check_outputs.py NOTEBOOK [NOTEBOOK ...] [--all] [--update] [--timeout S] [--quiet]
+Usage: python tools/check_outputs.py NOTEBOOK [NOTEBOOK ...] [--all] [--update] [--flags 'slow'] [--timeout S] [--quiet]
        (run from the repository root, with the package you mean to test importable, e.g. PYTHONPATH=$PWD)
 
 Each notebook runs in a fresh process, in its own folder, with execnb's CaptureShell and the cell selection of
 `nbdev_test`: cells flagged with a `tst_flags` directive of settings.ini (`#| slow`, `#| notest`), `#| eval: false`
-cells and `nbdev_export()` calls are not run (their stored outputs are neither compared nor changed). A notebook that
-raises fails the check.
+cells and `nbdev_export()` calls are not run (their stored outputs are neither compared nor changed) unless --flags
+names the flag. A notebook that raises fails the check.
 
 Compared cells (the chapter's *demonstration cells*):
   - its closing demonstration: the last code cell with code and none of export/exports/exporti/hide/default_exp
@@ -20,6 +20,7 @@ and trailing blank lines are ignored. A difference prints a unified diff (stored
 
 --update   write the fresh outputs of every cell that was run back into the notebook (the way to refresh them; skipped
            cells keep theirs; finished progress bars are dropped from stderr), then run nbdev_clean
+--flags    run the cells of these test flags too (as `nbdev_test --flags`), e.g. to refresh `#| slow` cells' outputs
 --timeout  seconds per cell (default 900)
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ from book import is_demonstrable, directives   # one definition of a closing dem
 _re_bar = re.compile(r'^.*\d+%\|.*\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\[.*\]\s*$')   # a finished tqdm bar (build_docs.py)
 
 
-def run_notebook(path: str, timeout: int) -> dict:
+def run_notebook(path: str, timeout: int, force: str = "") -> dict:
     "In this process: execute `path` as nbdev_test does; {cell index: fresh outputs} for the cells that ran"
     from execnb.shell import CaptureShell
     from fastcore.basics import str2bool
@@ -40,7 +41,7 @@ def run_notebook(path: str, timeout: int) -> dict:
     from nbdev.frontmatter import FrontmatterProc
     from nbdev.process import NBProcessor
     os.environ["IN_TEST"] = "1"
-    flags = set(get_config().tst_flags.split())
+    flags = set(get_config().tst_flags.split()) - set(force.split())
     nb = NBProcessor(path, procs=FrontmatterProc, process=True).nb
     if str2bool(getattr(nb, "frontmatter_", {}).get("skip_exec", False)): return dict(ran={}, error=None)
 
@@ -104,7 +105,7 @@ def check(path: str, a) -> bool:
         res_file = os.path.join(d, "res.json")
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
         p = subprocess.run([sys.executable, os.path.abspath(__file__), "--_worker", os.path.abspath(path), res_file,
-                            "--timeout", str(a.timeout)], env=env, cwd=ROOT)
+                            "--timeout", str(a.timeout), "--flags", a.flags], env=env, cwd=ROOT)
         if p.returncode or not os.path.exists(res_file): print(f"FAIL {path}: the worker exited with {p.returncode}"); return False
         res = json.load(open(res_file))
     ran = {int(k): v for k, v in res["ran"].items()}
@@ -139,7 +140,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--_worker"]:
         timeout = int(argv[argv.index("--timeout") + 1]) if "--timeout" in argv else 900
-        res = run_notebook(argv[1], timeout)
+        res = run_notebook(argv[1], timeout, argv[argv.index("--flags") + 1] if "--flags" in argv else "")
         with open(argv[2], "w") as f: json.dump(res, f)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__.split("\n\n", 1)[1],
@@ -149,6 +150,7 @@ def main(argv=None):
     ap.add_argument("--update", action="store_true", help="write the fresh outputs back (then nbdev_clean)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per cell (default 900)")
     ap.add_argument("--quiet", action="store_true", help="print only failures")
+    ap.add_argument("--flags", default="", help="space-separated test flags to run anyway, as nbdev_test --flags (e.g. 'slow')")
     a = ap.parse_args(argv)
     results = [check(p, a) for p in a.notebooks]
     if not a.update: print(f"check_outputs: {sum(results)}/{len(results)} notebooks match their stored demonstrations")

@@ -90,13 +90,13 @@ def chapter(path: str) -> dict:
 
 
 def notebooks(paths) -> list:
+    "The notebooks named, and those under the folders named (skipping folders whose name starts with '.' or '_')"
     out = []
     for p in paths or [os.path.join(ROOT, "nbs")]:
-        if os.path.isdir(p): out += glob.glob(os.path.join(p, "**", "*.ipynb"), recursive=True)
-        else: out.append(p)
-    keep = [f for f in out if not any(part.startswith((".", "_")) for part in os.path.relpath(f, ROOT).split(os.sep)[:-1])
-            and ".ipynb_checkpoints" not in f]
-    return sorted(set(keep), key=lambda f: os.path.relpath(f, ROOT))
+        if not os.path.isdir(p): out.append(p); continue
+        out += [f for f in glob.glob(os.path.join(p, "**", "*.ipynb"), recursive=True)
+                if not any(part.startswith((".", "_")) for part in os.path.relpath(f, p).split(os.sep)[:-1])]
+    return sorted(set(out), key=lambda f: os.path.relpath(f, ROOT))
 
 
 def report(paths) -> dict:

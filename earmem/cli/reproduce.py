@@ -17,10 +17,8 @@ __all__ = ['run_reproduce']
 
 # %% ../../nbs/cli/33_reproduce.ipynb #5e1a7c20
 def _registries() -> tuple:
-    "(BENCHMARKS, METHODS, ANALYSES) of the experiments wing, imported on first use (they pull in torch and datasets)."
-    from earmem.experiments.evaluation import BENCHMARKS, METHODS
-    from earmem.experiments.analysis import ANALYSES
-    import earmem.experiments.latency, earmem.experiments.two_stores, earmem.experiments.finetune  # noqa: F401  (file their analyses and the 'finetuned' method)
+    "(BENCHMARKS, METHODS, ANALYSES) of the experiments wing, whole (chapter 16a), imported on first use (they pull in torch and datasets)."
+    from earmem.experiments import BENCHMARKS, METHODS, ANALYSES
     return BENCHMARKS, METHODS, ANALYSES
 
 # %% ../../nbs/cli/33_reproduce.ipynb #5f2b8d90

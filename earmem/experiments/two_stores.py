@@ -15,7 +15,6 @@ from ..ear.adapter import ResidualAdapter
 from .evaluation import Prepared, CriticSettings, retrieve_candidates, batched_slates, _category_order
 from .analysis import (CANDIDATE_SETS, STORES, register_analysis, Run, run_all, run_test_set, store_prep,
                              _bench_name, _cache, _figure_bytes, _figure_path)
-import earmem.experiments.latency  # noqa: F401  (files 'latency' before this chapter's analyses: ANALYSES keeps the paper's order)
 
 # %% auto #0
 __all__ = ['TABLE5', 'TABLE4', 'STORE_LABELS', 'PAPER_TABLE12', 'observation_gold', 'covered_evidence', 'merge_candidates',

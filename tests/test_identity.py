@@ -1,0 +1,102 @@
+"""Whom a request acts for (issue 37): a generated matrix of door × operation × how the user is named × key scope,
+driven through the real HTTP app (FastAPI's TestClient) and the MCP server's streamable-HTTP app behind the same access
+guard. For every cell the expected answer is derived from one rule — the user the operation will act for is the one
+the key is checked against — and the store is inspected afterwards: nothing happened for a user the key may not act
+for, and an erase never reached a user nobody named."""
+import itertools, json
+import pytest
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+from earmem.memory.rules.hygiene import HashingEncoder  # noqa: E402
+from earmem.memory.service.users import StorePool  # noqa: E402
+from earmem.serve.access import Key, protect  # noqa: E402
+from earmem.serve.http import create_app  # noqa: E402
+
+SECRET = {"all": "a" * 32, "ana": "b" * 32, "bo": "c" * 32}
+KEYS = [Key(SECRET["all"], name="all"), Key(SECRET["ana"], users=frozenset({"ana"}), name="ana-only"),
+        Key(SECRET["bo"], users=frozenset({"bo"}), name="bo-only")]
+
+# how a request names its user: (query user_id, body user_id); None = not given
+NAMINGS = {"query ana": ("ana", None), "body ana": (None, "ana"), "query bo": ("bo", None), "body bo": (None, "bo"),
+           "omitted": (None, None), "empty query": ("", None), "empty body": (None, ""),
+           "query ana, body bo": ("ana", "bo"), "spaced": (" ana", None), "zero-width": ("an\u200ba", None)}
+# operation -> (method, path, body or None when the route takes no body, whether it erases)
+OPS = {"search": ("POST", "/search", {"query": "coffee"}, False), "add": ("POST", "/memories", {"text": "drinks tea", "kind": "fact"}, False),
+       "list": ("GET", "/memories", None, False), "clear": ("DELETE", "/memories", None, True)}
+
+def _expected(op: str, naming: str, scope: str) -> int:
+    q, b = NAMINGS[naming]
+    method, _, body, erases = OPS[op]
+    named = [u for u in ((q,) if body is None else (q, b)) if u is not None]   # a body-less route reads the query only
+    if body is None and b is not None: named = [q] if q is not None else []
+    if any(u == "" or u != u.strip() or "\u200b" in u for u in named): return 422
+    if len(set(named)) > 1: return 400
+    user = named[0] if named else None
+    if scope != "all" and (user if user is not None else "default") != scope: return 403
+    if erases and user is None: return 422
+    return 201 if op == "add" else 200
+
+@pytest.fixture
+def pool(tmp_path):
+    with StorePool(tmp_path / "m", encoder=HashingEncoder(64)) as p:
+        for user in ("ana", "bo", "default"): p.store(user).add(f"{user} drinks coffee", "fact")
+        yield p
+
+def _request(client, op, naming, scope):
+    method, path, body, _ = OPS[op]
+    q, b = NAMINGS[naming]
+    params = {} if q is None else {"user_id": q}
+    headers = {"authorization": f"Bearer {SECRET[scope]}"}
+    if body is None:
+        return client.request(method, path, params=params, headers=headers)
+    payload = {**body, **({} if b is None else {"user_id": b})}
+    return client.request(method, path, params=params, headers=headers, json=payload)
+
+CELLS = list(itertools.product(OPS, NAMINGS, SECRET))
+
+def test_the_identity_matrix_over_http(pool):
+    app = protect(create_app(pool), pool, keys=KEYS, environ={})
+    wrong, seen = [], 0
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        for op, naming, scope in CELLS:
+            before = {u: len(pool.store(u)) for u in ("ana", "bo", "default")}
+            r = _request(c, op, naming, scope)
+            want, seen = _expected(op, naming, scope), seen + 1
+            if r.status_code != want: wrong.append((op, naming, scope, r.status_code, want, r.text[:120]))
+            after = {u: len(pool.store(u)) for u in ("ana", "bo", "default")}
+            changed = {u for u in after if after[u] != before[u]}
+            if r.status_code >= 400 and changed: wrong.append((op, naming, scope, "changed on refusal", changed))
+            if scope != "all" and changed - {scope}: wrong.append((op, naming, scope, "changed another user", changed))
+            if op == "clear" and r.status_code == 200:   # put the user's memory back for the next cell
+                u = NAMINGS[naming][0]; pool.store(u).add(f"{u} drinks coffee", "fact")
+    assert seen == len(OPS) * len(NAMINGS) * len(SECRET) == 120
+    assert not wrong, "\n".join(map(str, wrong))
+
+def _rpc(tool: str, arguments: dict, id: int = 1) -> dict:
+    return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+
+@pytest.mark.parametrize("scope", list(SECRET))
+def test_the_guard_reads_the_user_the_mcp_tool_call_uses(pool, scope):
+    "The MCP door behind the same guard: the user of a tool call is its `user_id` argument, checked before the app runs."
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    reached = []
+    async def mcp(request):   # stands in for the MCP app: records what got through the guard
+        reached.append(json.loads(await request.body())); return JSONResponse({"ok": True})
+    app = protect(Starlette(routes=[Route("/mcp", mcp, methods=["POST"])]), pool, keys=KEYS, environ={})
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        h = {"authorization": f"Bearer {SECRET[scope]}"}
+        opened = c.post("/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}, headers=h)
+        assert opened.status_code == 200                       # every valid key may open a session
+        for user in ("ana", "bo", None, ""):
+            args = {"query": "coffee", **({} if user is None else {"user_id": user})}
+            got = c.post("/mcp", json=_rpc("search", args), headers=h).status_code
+            want = 422 if user == "" else 200 if scope == "all" or (user or "default") == scope else 403
+            assert got == want, (scope, user, got)
+        batch = [_rpc("search", {"query": "x", "user_id": "ana"}), _rpc("clear", {"user_id": "bo"}, 2)]
+        assert c.post("/mcp", json=batch, headers=h).status_code == 400   # two users in one request
+        lists = c.post("/mcp", json=_rpc("users", {}), headers=h).status_code
+        assert lists == (200 if scope == "all" else 403)
+    assert all(isinstance(m, (dict, list)) for m in reached)

@@ -91,7 +91,7 @@ def per_user_key(tmp_path):
     from earmem.serve.http import create_app
     s = store(tmp_path)
     c = TestClient(protect(create_app(s), s, keys=parse_keys(f"{KEY} write ana\n"), environ={}), base_url="http://localhost")
-    answer(c.post("/search", headers=AUTH, json={"query": "Dana", "user": "bob"}), 403, "may not act for user 'bob'")
+    answer(c.post("/search", headers=AUTH, json={"query": "Dana", "user_id": "bob"}), 403, "may not act for user 'bob'")
     s.close()
 
 

@@ -50,11 +50,15 @@ def is_demonstrable(cell) -> bool:
     return bool(body.strip()) and not (directives(src) & EXCLUDED)
 
 
+def _is_check(n) -> bool:
+    "An `assert` statement, or a call of one of fastcore.test's checks (`test_eq`, `test_fail`, `test_close`, …), which assert"
+    return isinstance(n, ast.Assert) or (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id.startswith("test_"))
+
 def has_assert(source: str) -> bool:
-    "True when the cell's code holds an `assert` statement (parsed; a cell IPython magics break is searched as text)"
+    "True when the cell's code asserts: an `assert` or a fastcore.test check (parsed; a cell IPython magics break is searched as text)"
     code = "\n".join(l for l in source.splitlines() if not l.lstrip().startswith(("%", "!")))
-    try: return any(isinstance(n, ast.Assert) for n in ast.walk(ast.parse(code)))
-    except SyntaxError: return bool(re.search(r"^\s*assert\b|;\s*assert\b", source, re.M))
+    try: return any(_is_check(n) for n in ast.walk(ast.parse(code)))
+    except SyntaxError: return bool(re.search(r"^\s*assert\b|;\s*assert\b|\btest_\w+\(", source, re.M))
 
 
 def pointer_text(cell) -> str:
@@ -82,7 +86,8 @@ def chapter(path: str) -> dict:
     demo = [c for c in cells if is_demonstrable(c)]
     shown = sum(bool(c.get("outputs")) for c in demo)
     last = demo[-1] if demo else None
-    return dict(notebook=os.path.relpath(path, os.path.join(ROOT, "nbs")), cells=len(demo), with_output=shown,
+    chapter_nb = any(c["cell_type"] == "code" and "default_exp" in directives("".join(c["source"])) for c in cells)
+    return dict(notebook=os.path.relpath(path, os.path.join(ROOT, "nbs")), cells=len(demo), with_output=shown, chapter=chapter_nb,
                 share=shown / len(demo) if demo else None,
                 closing_asserts=bool(last) and has_assert("".join(last["source"])),
                 closing_output=bool(last) and bool(last.get("outputs")),
@@ -102,7 +107,7 @@ def notebooks(paths) -> list:
 def report(paths) -> dict:
     rows = [chapter(f) for f in notebooks(paths)]
     n, shown = sum(r["cells"] for r in rows), sum(r["with_output"] for r in rows)
-    demos = [r for r in rows if r["cells"]]
+    demos = [r for r in rows if r["cells"] and r["chapter"]]   # a chapter (it exports a module) closes on a demonstration; a page need not
     return dict(chapters=rows, cells=n, with_output=shown, share=shown / n if n else 0.0,
                 closing_ok=sum(r["closing_asserts"] and r["closing_output"] for r in demos), closing_of=len(demos),
                 missing=sum(len(r["missing"]) for r in rows))
@@ -114,7 +119,7 @@ def failures(r: dict, a) -> list:
     for c in r["chapters"]:
         if c["cells"] and c["share"] < a.min_chapter_share:
             bad.append(f"{c['notebook']}: share {c['share']:.0%} < {a.min_chapter_share:.0%}")
-        if a.closing and c["cells"] and not (c["closing_asserts"] and c["closing_output"]):
+        if a.closing and c["cells"] and c["chapter"] and not (c["closing_asserts"] and c["closing_output"]):
             what = [w for w, ok in (("no assert", c["closing_asserts"]), ("no stored output", c["closing_output"])) if not ok]
             bad.append(f"{c['notebook']}: closing demonstration has {' and '.join(what)}")
         if a.paths and c["missing"]: bad.append(f"{c['notebook']}: points to missing {', '.join(c['missing'])}")

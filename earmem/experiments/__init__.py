@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['REGISTRY_CHAPTERS', 'REGISTRIES', 'BENCHMARKS', 'METHODS', 'ANALYSES']
 
-# %% ../../nbs/experiments/16a_experiments_package.ipynb #deb5db1d
+# %% ../../nbs/experiments/16a_experiments_package.ipynb #32968c48
 import importlib
 
 REGISTRY_CHAPTERS = ("evaluation", "finetune", "analysis", "latency", "two_stores")  # reading order: the chapters that file methods and analyses

@@ -354,7 +354,7 @@ def protect(app, store=None, host: str = "127.0.0.1", keys: list | None = None, 
     require_keys(host, keys)
     origins = frozenset(o.strip() for o in env.get("EARMEM_ALLOWED_ORIGINS", "").split(",") if o.strip())
     opts = dict(keys=keys, hosts=allowed_hosts(host, env), origins=origins, limits=limits,
-                default_user=getattr(store, "pinned", None) or "default")   # whom a request naming no user acts for, as UserTools
+                default_user=getattr(store, "pinned", None) or getattr(store, "namespace", None) or "default")  # whom a request naming no user acts for
     paths = [str(getattr(store, "path", ""))] if store is not None and not str(getattr(store, "path", "")).count("://") else []
     if hasattr(app, "add_exception_handler"): install_faults(app, paths)
     if hasattr(app, "add_middleware"):

@@ -6,7 +6,7 @@
 __all__ = ['StorageBackend', 'contract_problems', 'redact_url', 'SQLiteBackend', 'PostgresBackend', 'connect_postgres',
            'ALT_COLUMN', 'ALT_INDEX', 'STAGED']
 
-# %% ../../../nbs/memory/backends/20f_backends_package.ipynb #ec036b24
+# %% ../../../nbs/memory/backends/20f_backends_package.ipynb #b2b7fd3d
 from .boundary import StorageBackend, contract_problems, redact_url
 from .sqlite import SQLiteBackend
 from .postgres import connect_postgres

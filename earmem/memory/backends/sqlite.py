@@ -444,7 +444,7 @@ def compact(self: SQLiteBackend, force: bool = False) -> dict:
     return {"rewritten": got["rewritten"], "slots_before": got["slots_before"], "slots_after": got["slots_after"],
             "bytes_freed": (got["slots_before"] - got["slots_after"]) * self.vlog.width, "log": self.vlog.path.name}
 
-# %% ../../../nbs/memory/backends/20b_sqlite.ipynb #f232bb60
+# %% ../../../nbs/memory/backends/20b_sqlite.ipynb #2a17c020
 @patch
 def switch_vectors(self: SQLiteBackend, vectors: dict, record: dict, learner: str, rev: int):
     "Inside `write`: set each memory's embedding (id → unit float32 vector), store the encoder `record` and the learner pointer."

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['MemoryRow', 'SearchFilter', 'item_row', 'VectorIndex', 'VectorLog', 'round_f16', 'restore_columns', 'save_columns']
 
-# %% ../../../nbs/memory/index/19c_index_package.ipynb #fd111f0b
+# %% ../../../nbs/memory/index/19c_index_package.ipynb #f0844496
 from .mirror import MemoryRow, SearchFilter, item_row
 from .graph import VectorIndex, VectorLog, round_f16
 from .columns import restore_columns, save_columns

@@ -7,7 +7,7 @@ __all__ = ['AddResult', 'Hit', 'Hits', 'Injection', 'MemoryRecord', 'MemoryTools
            'tool_specs', 'tools_for', 'Learning', 'MemoryStore', 'PROBE_TEXT', 'infer_kind', 'ChatResult', 'Extractor',
            'LLMExtractor', 'RuleExtractor', 'Guard', 'server_guard', 'consolidate_shared']
 
-# %% ../../../nbs/memory/store/23e_store_package.ipynb #31b873e2
+# %% ../../../nbs/memory/store/23e_store_package.ipynb #5b94982f
 from .agent_view import (AddResult, Hit, Hits, Injection, MemoryRecord, MemoryTools, UserTools, handle_tool_call,
                                             inject, tool_specs, tools_for)
 from .learner import Learning

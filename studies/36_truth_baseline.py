@@ -323,13 +323,14 @@ def tally(path: Path, enc) -> dict:
 def run_concurrency(a) -> dict:
     from earmem.memory import MemoryStore
     out, enc, t0 = {}, encoder(False), time.time()
+    pn, tn = max(1, round(400 * a.scale)), max(1, round(150 * a.scale))
     with tempfile.TemporaryDirectory(prefix="truth36x-") as tmp:
         tmp = Path(tmp)
         # processes: 2 x 400 into one folder
         path = tmp / "proc"; MemoryStore(path, encoder=enc).close()
         ready, go = [tmp / f"ready{k}" for k in range(2)], tmp / "go"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-        procs = [subprocess.Popen([sys.executable, __file__, "--_worker", str(path), str(k * 400), "400", str(ready[k]), str(go)],
+        procs = [subprocess.Popen([sys.executable, __file__, "--_worker", str(path), str(k * pn), str(pn), str(ready[k]), str(go)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for k in range(2)]
         while not all(r.exists() for r in ready):
             if any(p.poll() is not None for p in procs): break
@@ -339,26 +340,26 @@ def run_concurrency(a) -> dict:
         for p in procs:
             so, se = p.communicate()
             reports.append(json.loads(so.strip().splitlines()[-1]) if so.strip() else {"stderr": se[-2000:]})
-        out["processes"] = dict(writers=2, each=400, seconds=round(time.time() - t1, 1), workers=reports, **tally(path, enc))
+        out["processes"] = dict(writers=2, each=pn, seconds=round(time.time() - t1, 1), workers=reports, **tally(path, enc))
         # threads: 4 x 150 into one store object
         path = tmp / "threads"; s = MemoryStore(path, encoder=enc)
         s.add("warm-up probe", kind="observation")
         bar, acts, errs = threading.Barrier(4), Counter(), []
         def run(k):
             bar.wait()
-            for i in range(k * 150, k * 150 + 150):
+            for i in range(k * tn, k * tn + tn):
                 try: acts[s.add(item_text(i), kind="fact").action] += 1
                 except Exception as e: errs.append(f"{type(e).__name__}: {e}"[:200])
         th = [threading.Thread(target=run, args=(k,)) for k in range(4)]
         t1 = time.time(); [t.start() for t in th]; [t.join() for t in th]
         s.close()
-        out["threads"] = dict(writers=4, each=150, seconds=round(time.time() - t1, 1), actions=dict(acts), errors=errs[:5], **tally(path, enc))
+        out["threads"] = dict(writers=4, each=tn, seconds=round(time.time() - t1, 1), actions=dict(acts), errors=errs[:5], **tally(path, enc))
         # control: the same 800 texts, one writer, one by one
         if not a.no_control:
             path = tmp / "seq"; s = MemoryStore(path, encoder=enc); acts = Counter(); t1 = time.time()
-            for i in range(800): acts[s.add(item_text(i), kind="fact").action] += 1
+            for i in range(2 * pn): acts[s.add(item_text(i), kind="fact").action] += 1
             s.close()
-            out["sequential"] = dict(writers=1, each=800, seconds=round(time.time() - t1, 1), actions=dict(acts), **tally(path, enc))
+            out["sequential"] = dict(writers=1, each=2 * pn, seconds=round(time.time() - t1, 1), actions=dict(acts), **tally(path, enc))
     out["seconds"] = round(time.time() - t0, 1)
     return out
 
@@ -381,6 +382,7 @@ def main(argv=None):
     ap.add_argument("--hashing", action="store_true", help="pairs and chats with HashingEncoder(64) instead of the bundled MiniLM")
     ap.add_argument("--only", default="pairs,chats,concurrency", help="comma-separated parts to run (default: all three)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N pairs / chats (a smoke test)")
+    ap.add_argument("--scale", type=float, default=1.0, help="concurrency counts x this (1: 2 x 400, 4 x 150, control 800)")
     ap.add_argument("--no-control", action="store_true", help="skip the one-writer control of the concurrency part")
     ap.add_argument("--json", metavar="OUT", help="write every measurement (with per-pair and per-chat rows) to OUT")
     ap.add_argument("--progress", action="store_true", help="progress lines on stderr")

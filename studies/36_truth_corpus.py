@@ -438,9 +438,9 @@ T["distinct_quantity_other_thing"] = {"distinct": [
     ("We need {n1} {qgear1} for the workshop", "We need {n2} {qgear2} for the workshop", "two needs"),
     ("{S} bought {n1} {qfood1} at the market", "{S} bought {n2} {qfood2} at the market", "two purchases"),
     ("The kitchen has {n1} {qkitchen1}", "The kitchen has {n2} {qkitchen2}", "two stocks"),
-    ("{X} has {n1} {qfamily1}", "{X} has {n2} {qfamily2}", "two possessions"),
+    ("{X} has {s1} {qfamily1}", "{X} has {s2} {qfamily2}", "two possessions"),
     ("The project needs {n1} {qpeople1}", "The project needs {n2} {qpeople2}", "two needs"),
-    ("{S} packed {n1} {qclothes1} for the trip", "{S} packed {n2} {qclothes2} for the trip", "two packings"),
+    ("{S} packed {s1} {qclothes1} for the trip", "{S} packed {s2} {qclothes2} for the trip", "two packings"),
     ("The order for {cl1} includes {n1} {qgear1}", "The order for {cl1} includes {n2} {qgear2}", "two lines of one order"),
     ("The hotel in {c1} has {n1} {qrooms1} left", "The hotel in {c1} has {n2} {qrooms2} left", "two availabilities"),
     ("{S} spent ${n1}0 on groceries", "{S} spent ${n2}0 on fuel", "two expenses"),
@@ -562,6 +562,7 @@ def pairs(rng) -> list:
                 f["age2"] = f["age1"] + 1 if exp == "update" else f["age1"] + rng.randint(2, 6)
                 f["rent2"] = f["rent1"] + f["rent_up"] if exp == "update" else f["rent1"] * 2
                 f["kg2"], f["sal2"] = f["kg1"] - f["kg_d"], f["sal1"] + f["sal_d"]
+                f["s1"] = f["n1"] % 5 + 2; f["s2"] = f["n2"] % 5 + 2 if f["n2"] % 5 + 2 != f["s1"] else (f["s1"] - 1) % 5 + 2  # small counts (no draw)
                 if f["gb2"] == f["gb1"]: continue
                 if len(tpl) == 5: ok, nk = tpl[3], tpl[4]
                 else:
@@ -707,7 +708,7 @@ def chat_templates():
         pet = r.choice(["cats", "dogs", "rabbits"])
         words = "zero one two three four five six".split()
         return [("user", f"I have {words[a]} {pet}.", 0), ("assistant", r.choice(ACKS), 1),
-                ("user", f"We adopted another one, so now I have {words[b]} {pet}.", 60 * 24 * 30)], \
+                ("user", f"We adopted {'another one' if b == a + 1 else 'some more'}, so now I have {words[b]} {pet}.", 60 * 24 * 30)], \
                [dict(q=f"How many {pet} do I have?", current=f"{words[b]} {pet}", stale=f"{words[a]} {pet}")]
 
     @add("quantity")

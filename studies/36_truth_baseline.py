@@ -287,7 +287,8 @@ COLORS = """red blue green black white yellow grey navy coral purple brown silve
 crimson""".split()
 THINGS = """milk eggs bread rice lemons apples onions batteries candles stamps envelopes lightbulbs towels socks soap
 shampoo coffee beans pasta tomatoes carrots garlic butter yoghurt cheese flour sugar napkins tape glue string nails
-screws paint brushes notebooks pencils folders""".split()
+screws paint brushes notebooks pencils folders stickers ribbons""".split()
+assert len(set(COLORS)) == 20 and len(set(THINGS)) >= 40
 
 
 def item_text(i: int) -> str:
@@ -340,7 +341,8 @@ def run_concurrency(a) -> dict:
         for p in procs:
             so, se = p.communicate()
             reports.append(json.loads(so.strip().splitlines()[-1]) if so.strip() else {"stderr": se[-2000:]})
-        out["processes"] = dict(writers=2, each=pn, seconds=round(time.time() - t1, 1), workers=reports, **tally(path, enc))
+        out["processes"] = r = dict(writers=2, each=pn, seconds=round(time.time() - t1, 1), workers=reports, **tally(path, enc))
+        print_concurrency({"processes": r, "seconds": round(time.time() - t0, 1)}, partial=True)
         # threads: 4 x 150 into one store object
         path = tmp / "threads"; s = MemoryStore(path, encoder=enc)
         s.add("warm-up probe", kind="observation")
@@ -353,7 +355,8 @@ def run_concurrency(a) -> dict:
         th = [threading.Thread(target=run, args=(k,)) for k in range(4)]
         t1 = time.time(); [t.start() for t in th]; [t.join() for t in th]
         s.close()
-        out["threads"] = dict(writers=4, each=tn, seconds=round(time.time() - t1, 1), actions=dict(acts), errors=errs[:5], **tally(path, enc))
+        out["threads"] = r = dict(writers=4, each=tn, seconds=round(time.time() - t1, 1), actions=dict(acts), errors=errs[:5], **tally(path, enc))
+        print_concurrency({"threads": r, "seconds": round(time.time() - t0, 1)}, partial=True)
         # control: the same 800 texts, one writer, one by one
         if not a.no_control:
             path = tmp / "seq"; s = MemoryStore(path, encoder=enc); acts = Counter(); t1 = time.time()
@@ -364,7 +367,8 @@ def run_concurrency(a) -> dict:
     return out
 
 
-def print_concurrency(res: dict):
+def print_concurrency(res: dict, partial: bool = False):
+    if partial: print(f"  (so far) {json.dumps(res, default=str)[:600]}", file=sys.stderr, flush=True); return
     print(f"\nCONCURRENCY (bundled MiniLM, distinct texts like {item_text(17)!r}; {res['seconds']} s)")
     print(f"{'run':12s} {'writers':>7s} {'items':>6s} {'superseded':>10s} {'merged':>6s} {'active':>6s} {'s':>6s}  errors / notes")
     for k in ("processes", "threads", "sequential"):

@@ -291,8 +291,12 @@ screws paint brushes notebooks pencils folders stickers ribbons""".split()
 assert len(set(COLORS)) == 20 and len(set(THINGS)) >= 40
 
 
+TEXTS = "things"  # --texts: 'things' (another thing per number) or 'numbered' (the number is all that differs, as in issue 36)
+
+
 def item_text(i: int) -> str:
-    "Item i (0..799): a distinct thing per number (20 colours x 40 things)."
+    "Item i (0..799): a distinct thing per number (20 colours x 40 things), or with --texts numbered only another number."
+    if TEXTS == "numbered": return f"Memory number {i} written by the load test"
     return f"Item {i}: buy {COLORS[i % 20]} {THINGS[(i // 20) % 40]}"
 
 
@@ -314,7 +318,7 @@ def worker(path: str, start: int, n: int, ready: str, go: str):
 def tally(path: Path, enc) -> dict:
     from earmem.memory import MemoryStore
     s = MemoryStore(path, encoder=enc)
-    recs = [r for r in s.records(include_retracted=True) if r.text.startswith("Item ")]
+    recs = [r for r in s.records(include_retracted=True) if r.text != "warm-up probe"]
     s.close()
     st = Counter(r.status for r in recs)
     return dict(items=len(recs), superseded=st.get("superseded", 0), active=st.get("active", 0),
@@ -331,7 +335,7 @@ def run_concurrency(a) -> dict:
         path = tmp / "proc"; MemoryStore(path, encoder=enc).close()
         ready, go = [tmp / f"ready{k}" for k in range(2)], tmp / "go"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-        procs = [subprocess.Popen([sys.executable, __file__, "--_worker", str(path), str(k * pn), str(pn), str(ready[k]), str(go)],
+        procs = [subprocess.Popen([sys.executable, __file__, "--texts", TEXTS, "--_worker", str(path), str(k * pn), str(pn), str(ready[k]), str(go)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for k in range(2)]
         while not all(r.exists() for r in ready):
             if any(p.poll() is not None for p in procs): break
@@ -387,16 +391,19 @@ def main(argv=None):
     ap.add_argument("--only", default="pairs,chats,concurrency", help="comma-separated parts to run (default: all three)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N pairs / chats (a smoke test)")
     ap.add_argument("--scale", type=float, default=1.0, help="concurrency counts x this (1: 2 x 400, 4 x 150, control 800)")
+    ap.add_argument("--texts", choices=("things", "numbered"), default="things",
+                    help="concurrency texts: 'Item 17: buy mustard milk' (default) or 'Memory number 17 written by the load test'")
     ap.add_argument("--no-control", action="store_true", help="skip the one-writer control of the concurrency part")
     ap.add_argument("--json", metavar="OUT", help="write every measurement (with per-pair and per-chat rows) to OUT")
     ap.add_argument("--progress", action="store_true", help="progress lines on stderr")
     ap.add_argument("--_worker", nargs=5, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    global TEXTS; TEXTS = a.texts
     if a._worker:
         p, start, n, ready, go = a._worker
         return worker(p, int(start), int(n), ready, go)
     parts = set(a.only.split(","))
-    out, t0 = dict(split=a.split, encoder="hashing-64" if a.hashing else "bundled MiniLM", started=datetime.now(timezone.utc).isoformat()), time.time()
+    out, t0 = dict(split=a.split, texts=a.texts, encoder="hashing-64" if a.hashing else "bundled MiniLM", started=datetime.now(timezone.utc).isoformat()), time.time()
     enc = encoder(a.hashing) if parts & {"pairs", "chats"} else None
     if "pairs" in parts: out["pairs"] = run_pairs(a, enc); print_pairs(out["pairs"])
     if "chats" in parts: out["chats"] = run_chats(a, enc); print_chats(out["chats"])

@@ -28,7 +28,8 @@ Chats (nbs/memory/store/data/truth_chats.json): add_messages(messages) into a fr
   May 5" passes after "Sorry, it's May 5, not May 3", and "... is on 5 3" fails ("on 5", "5 3").
 Concurrency (bundled MiniLM, always): 2 processes x 400 and 4 threads x 150 distinct numbered memories ("Item 17: buy
   red milk", every item another thing) added at once into one store; a sequential control adds the same 800 texts in one
-  process. Counted: memories superseded, merged, errors.
+  process. Counted: memories superseded, merged, errors. --texts numbered: "Memory number 17 written by the load test"
+  instead, the issue's class (only the number differs).
 """
 from __future__ import annotations
 import argparse, json, os, re, shutil, subprocess, sys, tempfile, threading, time

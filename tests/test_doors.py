@@ -21,7 +21,8 @@ def test_http_add_messages_per_user(pool):
     assert r.status_code == 201, r.text
     out = r.json()
     assert len(out["episodes"]) == 2 and {m["kind"] for m in out["memories"]} >= {"preference"}
-    assert c.get("/memories", params={"user_id": "bo"}).json()["total"] == 0   # another user sees none of it
+    other = c.get("/memories", params={"user_id": "bo"})
+    assert other.status_code == 404 and "no user 'bo'" in other.json()["error"]   # another user sees none of it: bo is not even made
     assert c.get("/memories", params={"user_id": "dana"}).json()["total"] >= 3
 
 def test_mcp_add_messages_tool(pool):
@@ -35,6 +36,7 @@ def test_protected_app_needs_key_host_and_hides_folder(pool, tmp_path):
     c = TestClient(app, base_url="http://127.0.0.1")
     assert c.get("/memories").status_code == 401
     auth = {"Authorization": "Bearer " + "k" * 32}
+    assert c.post("/memories", json={"text": "Ana drinks tea", "kind": "fact"}, headers=auth).status_code == 201   # a write makes the user
     r = c.get("/memories/m404", headers=auth)
     assert r.status_code == 404 and str(tmp_path) not in r.text and "<store>" in r.text, r.text
     assert TestClient(app, base_url="http://evil.example").get("/memories", headers=auth).status_code == 421

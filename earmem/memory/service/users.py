@@ -77,13 +77,14 @@ def _config_for(self: StorePool, ns: str) -> StoreConfig | None:
 
 # %% ../../../nbs/memory/service/24_users.ipynb #3fd09aea
 @patch
-def store(self: StorePool, namespace: str | None = None) -> MemoryStore:
-    "The MemoryStore of user `namespace` (None = the pinned user, else 'default'), opened on first use; PermissionError for another user than the pinned one."
+def store(self: StorePool, namespace: str | None = None, create: bool = True) -> MemoryStore:
+    "The MemoryStore of user `namespace` (None = the pinned user, else 'default'), opened on first use (made only when `create`: KeyError for a user not stored); PermissionError for another user than the pinned one."
     ns = check_namespace(namespace if namespace is not None else self.pinned or "default")
     if self.pinned is not None and ns != self.pinned: raise PermissionError(f"user_id: this server serves user {self.pinned!r} only; got {ns!r}")
     with self._lock:
         st = self._stores.get(ns)
         if st is None or st._backend is None or st._backend.db is None:
+            if not create and not self.stored(ns): raise KeyError(f"user_id: no user {ns!r} here")
             st = MemoryStore(self.path, encoder=self._shared_encoder(), config=self._config_for(ns), readonly=self.readonly,
                              create=self.create and not self.readonly, namespace=ns, **self._options)
             if self.encoder is None: self.encoder = st.encoder  # a URL store: the first user's encoder, shared from now on
@@ -100,9 +101,21 @@ def namespaces(self: StorePool) -> list:
     return sorted(set(list_namespaces(self.path)) | opened, key=lambda n: (n != "default", n))
 
 @patch
+def stored(self: StorePool, namespace: str) -> bool:
+    "Whether user `namespace` has a store here already (open, or on disk / in the database): what a read may open."
+    ns = check_namespace(namespace)
+    with self._lock:
+        if ns in self._stores: return True
+    if url_scheme(self.path) is None:
+        from earmem.memory.backends.boundary import namespace_folder
+        return (namespace_folder(self.path, ns) / MANIFEST_NAME).is_file()
+    return ns in list_namespaces(self.path)
+
+# %% ../../../nbs/memory/service/24_users.ipynb #3e951302
+@patch
 def clear(self: StorePool, namespace: str, reason: str | None = None) -> dict:
-    "Erase every memory of user `namespace` (audited, see MemoryStore.clear)."
-    return self.store(check_namespace(namespace)).clear(reason=reason)
+    "Erase every memory of user `namespace` (audited, see MemoryStore.clear); KeyError for a user not stored (clearing creates nobody)."
+    return self.store(check_namespace(namespace), create=False).clear(reason=reason)
 
 @patch
 def close(self: StorePool):

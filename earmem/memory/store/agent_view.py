@@ -16,7 +16,7 @@ from ..index.mirror import FILTER_FIELDS, SearchFilter
 
 # %% auto #0
 __all__ = ['MEMORY_FIELDS', 'TOOL_ARGUMENTS', 'TOOL_NAMES', 'SCOPES', 'TAGGED', 'TOOL_DESCRIPTIONS', 'MAX_ARGUMENT_CHARS',
-           'DESTRUCTIVE', 'OPENAI_TOOLS', 'confidence_word', 'MemoryRecord', 'Hit', 'Hits', 'AddResult',
+           'DESTRUCTIVE', 'READS', 'OPENAI_TOOLS', 'confidence_word', 'MemoryRecord', 'Hit', 'Hits', 'AddResult',
            'mark_conflicts', 'Injection', 'provenance_line', 'inject', 'record_json', 'hit_json', 'ArgumentError',
            'error_json', 'scopes_of', 'tool_schema', 'check_value', 'unknown_argument', 'check_arguments',
            'MemoryTools', 'check_user_id', 'UserTools', 'tools_for', 'tool_specs', 'handle_tool_call']
@@ -495,6 +495,7 @@ def add_messages(self: MemoryTools, messages: list, session: str | None = None, 
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #c5d66e68
 DESTRUCTIVE = frozenset({"delete", "clear"})  # operations that erase: through a door for many users, only with an explicit user_id
+READS = frozenset({"search", "get", "history", "inject", "list", "stats"})  # operations that read: they never create a user
 
 def check_user_id(value, required: bool = False) -> str | None:
     "The user a call names, checked once for every door: None when omitted (the door's default user; refused when `required`), else the name in NFC."
@@ -544,16 +545,17 @@ class UserTools:
 
     def __repr__(self): return f"UserTools({self.stores!r}, default user {self.default!r})"
 
-    def tools(self, user_id: str | None = None) -> MemoryTools:
-        "The MemoryTools of user `user_id` (None = the default user; a name is checked by `check_user_id`)."
+    def tools(self, user_id: str | None = None, create: bool = True) -> MemoryTools:
+        "The MemoryTools of user `user_id` (None = the default user; a name is checked by `check_user_id`); KeyError for a user not stored yet unless `create`."
         user = check_user_id(user_id)
-        return tools_for(self.stores.store(self.default if user is None else user))
+        return tools_for(self.stores.store(self.default if user is None else user, create=create))
 
     def run(self, name: str, arguments: dict | str | None = None, defaults: dict | None = None) -> dict:
         "Run operation `name` for the user its `user_id` names (checked like MemoryTools.run; required to erase); `users` lists the pool's users."
         args = check_arguments(name, {} if arguments is None else _tool_arguments(arguments))
         if name == "users": return {"users": list(self.stores.namespaces())}
-        return self.tools(check_user_id(args.pop("user_id", None), required=name in DESTRUCTIVE)).run(name, args, defaults)
+        user = check_user_id(args.pop("user_id", None), required=name in DESTRUCTIVE)
+        return self.tools(user, create=name not in READS).run(name, args, defaults)   # a read of an unknown user creates nothing
 
     call = MemoryTools.call
 

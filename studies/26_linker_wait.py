@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from earmem.memory.measure.bench import synthetic_vectors
 from earmem.memory.rules.hygiene import KINDS, HashingEncoder, StoreConfig
-from earmem.memory import sqlite
+from earmem.memory.backends import sqlite
 from earmem.memory.backends.sqlite import SQLiteBackend
 from earmem.memory.store import MemoryStore
 

@@ -111,7 +111,7 @@ def stored(self: StorePool, namespace: str) -> bool:
         return (namespace_folder(self.path, ns) / MANIFEST_NAME).is_file()
     return ns in list_namespaces(self.path)
 
-# %% ../../../nbs/memory/service/24_users.ipynb #3d3b7b0d
+# %% ../../../nbs/memory/service/24_users.ipynb #a52dee19
 @patch
 def clear(self: StorePool, namespace: str, reason: str | None = None) -> dict:
     "Erase every memory of user `namespace` (audited, see MemoryStore.clear); KeyError for a user not stored (clearing creates nobody)."

@@ -100,3 +100,13 @@ def test_the_guard_reads_the_user_the_mcp_tool_call_uses(pool, scope):
         lists = c.post("/mcp", json=_rpc("users", {}), headers=h).status_code
         assert lists == (200 if scope == "all" else 403)
     assert all(isinstance(m, (dict, list)) for m in reached)
+
+@pytest.mark.parametrize("depth", [33, 1_000, 200_000])
+def test_deep_json_is_refused_before_parsing(pool, depth):
+    "A body nested deeper than the door's limit answers 422 naming the limit (no RecursionError, no 500), with or without a key."
+    app = protect(create_app(pool), pool, keys=KEYS, environ={})
+    body = b'{"query": "coffee", "user_id": "ana", "metadata": ' + b"[" * depth + b"]" * depth + b"}"
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        r = c.post("/search", content=body, headers={"authorization": f"Bearer {SECRET['all']}", "content-type": "application/json"})
+        assert r.status_code == 422 and "nested more than 32 levels" in r.json()["error"], r.text
+        assert c.post("/search", json={"query": "coffee", "user_id": "ana"}, headers={"authorization": f"Bearer {SECRET['all']}"}).status_code == 200

@@ -17,7 +17,7 @@ log = logging.getLogger("earmem.serve")
 __all__ = ['log', 'MIN_KEY_LENGTH', 'LOOPBACK_NAMES', 'FAULTS', 'READ_ROUTES', 'READ_TOOLS', 'Key', 'parse_keys', 'load_keys',
            'is_loopback', 'require_keys', 'match_key', 'presented_key', 'allowed_hosts', 'host_name', 'Limits',
            'limit_problem', 'clean_message', 'fault', 'send_error', 'AccessGuard', 'request_users', 'acts_for',
-           'install_faults', 'protect']
+           'json_nesting', 'install_faults', 'protect']
 
 # %% ../../nbs/serve/27a_access.ipynb #cf18a948
 @dataclass(frozen=True)
@@ -125,6 +125,7 @@ class Limits:
     entity_chars: int = 200
     metadata_bytes: int = 16_000
     cited: int = 100
+    depth: int = 32   # JSON nesting, checked on the raw body before any parser sees it
 
 _TEXTS = ("text", "query", "correction", "reason", "header")
 
@@ -300,6 +301,20 @@ def acts_for(scope, payload) -> str:
         return "all" if "users" in tools else "user" if tools else "none"
     return "all" if scope.get("path", "") == "/users" else "user"
 
+# %% ../../nbs/serve/27a_access.ipynb #e822bae0
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+def json_nesting(body: bytes, stop: int) -> int:
+    "How deep the brackets of JSON text `body` nest (strings skipped), counted without parsing it; stops counting past `stop`."
+    depth = deepest = 0
+    for b in _BRACKETS.findall(_JSON_STRING.sub(b"", body)):
+        depth += 1 if b in (b"[", b"{") else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > stop: break
+    return deepest
+
 # %% ../../nbs/serve/27a_access.ipynb #aac4c834
 def _is_write(scope, payload) -> bool:
     "Whether a request changes the store: a non-GET method outside READ_ROUTES, or an MCP tools/call of a non-read tool."
@@ -312,6 +327,8 @@ def _refuse_body(self, scope, body: bytes, key: Key | None) -> tuple | None:
     "(status, message) when the JSON body breaks a limit (422), names no valid or more than one user (422, 400), or the key lacks the right (403)."
     payload = None
     if body.lstrip()[:1] in (b"{", b"["):                  # JSON after leading whitespace is JSON too: its limits apply
+        if json_nesting(body, self.limits.depth) > self.limits.depth:   # before any parser recurses into it
+            return 422, f"body: JSON nested more than {self.limits.depth} levels deep; the limit is {self.limits.depth}"
         try: payload = json.loads(body)
         except (ValueError, RecursionError): payload = None  # the app answers malformed JSON itself
         if (p := limit_problem(payload, self.limits)): return 422, p

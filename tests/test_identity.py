@@ -110,3 +110,22 @@ def test_deep_json_is_refused_before_parsing(pool, depth):
         r = c.post("/search", content=body, headers={"authorization": f"Bearer {SECRET['all']}", "content-type": "application/json"})
         assert r.status_code == 422 and "nested more than 32 levels" in r.json()["error"], r.text
         assert c.post("/search", json={"query": "coffee", "user_id": "ana"}, headers={"authorization": f"Bearer {SECRET['all']}"}).status_code == 200
+
+def _fds() -> int:
+    import os
+    return len(os.listdir("/proc/self/fd"))
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self/fd"), reason="counts descriptors through /proc")
+def test_a_bounded_pool_serves_many_users_in_turn_within_its_descriptors(tmp_path):
+    "300 users in turn through the tool layer a server uses: open stores never exceed max_open, descriptors stay bounded, every user keeps their memory."
+    from earmem.memory.store.agent_view import UserTools
+    with StorePool(tmp_path / "many", encoder=HashingEncoder(64), max_open=8) as pool:
+        tools, base, peak = UserTools(pool), _fds(), 0
+        for i in range(300):
+            assert tools.run("add", {"text": f"user {i} drinks tea", "kind": "fact", "user_id": f"u{i}"})["action"] == "inserted"
+            assert len(pool._stores) <= 8
+            peak = max(peak, _fds())
+        assert peak - base <= 8 * 6 + 10, (base, peak)                        # about 4 descriptors per open store
+        for i in (0, 137, 299):                                               # evicted or not, each user's memory is there
+            assert [h["text"] for h in tools.run("search", {"query": "drinks tea", "user_id": f"u{i}"})["hits"]][:1] == [f"user {i} drinks tea"]
+        assert set(pool.namespaces()) == {"default", *(f"u{i}" for i in range(300))}   # the folder's root store is 'default'

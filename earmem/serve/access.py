@@ -301,7 +301,7 @@ def acts_for(scope, payload) -> str:
         return "all" if "users" in tools else "user" if tools else "none"
     return "all" if scope.get("path", "") == "/users" else "user"
 
-# %% ../../nbs/serve/27a_access.ipynb #e822bae0
+# %% ../../nbs/serve/27a_access.ipynb #4c18e970
 _JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _BRACKETS = re.compile(rb"[\[\]{}]")
 

@@ -10,7 +10,7 @@ from ..core import check_positive_int
 from ..memory.store.agent_view import (ArgumentError, MemoryTools, TOOL_DESCRIPTIONS, TOOL_NAMES, UserTools, error_json, hit_json, record_json,
                                  tool_schema, tools_for)
 from ..memory.store import MemoryStore
-from ..memory.service.users import StorePool
+from ..memory.service.users import StorePool, server_max_open
 from ..memory.store.trust import server_guard
 from .access import clean_message, load_keys, protect, require_keys
 
@@ -132,7 +132,7 @@ def serve_mcp(store_path: str | Path, transport: str = "stdio", host: str = "127
     port = check_positive_int(port, "port")
     keys = load_keys() if transport == "http" else []
     if transport == "http": require_keys(host, keys)  # beyond loopback only with keys (from the environment)
-    pool = StorePool(store_path, namespace=namespace, on_open=server_guard(authenticated=bool(keys) or transport == "stdio"))  # ch. 23c
+    pool = StorePool(store_path, namespace=namespace, on_open=server_guard(authenticated=bool(keys) or transport == "stdio"), max_open=server_max_open())  # ch. 23c
     server = build_mcp_server(pool)
     try:
         if transport == "stdio": require("anyio", "mcp").run(_serve_stdio, server)

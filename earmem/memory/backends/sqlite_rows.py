@@ -54,7 +54,9 @@ class SQLiteBackend:
             if self.ann is not None: self.save_index()
             self.save_columns()
         except (OSError, sqlite3.Error): pass  # the graph and the columns are caches: the next open catches them up, or reads every row
-        finally: self.db.close(); self.db = None
+        finally:
+            self.db.close(); self.db = None
+            self.vlog._map, self.index = None, _Index(self.dim)   # let go of the mapped files now (each map holds a descriptor), not at the next garbage collection
 
     def _meta(self, key: str) -> str: return self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()[0]
     def _set_meta(self, key: str, value): self.db.execute("UPDATE meta SET value=? WHERE key=?", (str(value), key))

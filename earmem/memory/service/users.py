@@ -4,7 +4,8 @@
 
 # %% ../../../nbs/memory/service/24_users.ipynb #0eda3bef
 from __future__ import annotations
-import asyncio, functools, os, threading
+import asyncio, collections, functools, os, threading, time
+from contextlib import contextmanager
 from pathlib import Path
 from fastcore.basics import patch
 from ..rules.hygiene import StoreConfig
@@ -12,7 +13,8 @@ from ..backends.boundary import MANIFEST_NAME, check_namespace, folder_namespace
 from ..store import MemoryStore  # the store package: the class with every chapter's methods
 
 # %% auto #0
-__all__ = ['ASYNC_METHODS', 'list_namespaces', 'StorePool', 'AsyncMemoryStore']
+__all__ = ['MAX_OPEN_ENV', 'MAX_OPEN_DEFAULT', 'ASYNC_METHODS', 'list_namespaces', 'StorePool', 'server_max_open',
+           'AsyncMemoryStore']
 
 # %% ../../../nbs/memory/service/24_users.ipynb #29d68860
 def _pg_namespaces(url: str, schema: str = "earmem") -> list:
@@ -37,7 +39,8 @@ def list_namespaces(path, schema: str = "earmem") -> list:
 class StorePool:
     "The MemoryStore of each user (namespace) of one folder or URL, opened on first use, all sharing one encoder; pinned to one user when `namespace` is given."
     def __init__(self, path: str | Path, encoder=None, config: StoreConfig | None = None, namespace: str | None = None,
-                 readonly: bool = False, create: bool = True, on_open=None, **store_options):  # store_options: clock, judge, lock_timeout
+                 readonly: bool = False, create: bool = True, on_open=None, max_open: int | None = None,
+                 **store_options):  # store_options: clock, judge, lock_timeout; max_open: stores kept open at once (None: no bound)
         if not isinstance(path, (str, os.PathLike)): raise TypeError(f"path: expected a folder path or a postgresql:// URL, got {type(path).__name__}")
         bad = set(store_options) - {"clock", "judge", "lock_timeout"}
         if bad: raise TypeError(f"store_options: unexpected {sorted(bad)}; expected some of ['clock', 'judge', 'lock_timeout']")
@@ -45,6 +48,9 @@ class StorePool:
         self.pinned = None if namespace is None else check_namespace(namespace)
         if on_open is not None and not callable(on_open): raise TypeError(f"on_open: expected a callable taking the opened MemoryStore, got {type(on_open).__name__}")
         self._options, self._stores, self._lock, self.on_open = store_options, {}, threading.RLock(), on_open  # on_open(store): per-store setup (a server's guard)
+        if max_open is not None and (isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1):
+            raise ValueError(f"max_open: expected a positive number of stores (or None), got {max_open!r}")
+        self.max_open, self._used, self._busy = max_open, {}, collections.Counter()  # last hand-out time and calls in flight, per user
 
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
@@ -75,6 +81,37 @@ def _config_for(self: StorePool, ns: str) -> StoreConfig | None:
     if ns == "default" or own.is_file() or not root.is_file(): return None
     return StoreConfig.from_json(read_manifest(root).get("config", {}))
 
+# %% ../../../nbs/memory/service/24_users.ipynb #a75c381c
+@patch
+def _evict(self: StorePool, keep: str):
+    "Close least recently used stores no call is using until at most `max_open` are open (never `keep`, just opened)."
+    if self.max_open is None: return
+    idle = sorted((self._used.get(n, 0.0), n) for n in self._stores if n != keep and not self._busy[n])
+    while len(self._stores) > self.max_open and idle:
+        _, n = idle.pop(0)
+        self._used.pop(n, None); self._stores.pop(n).close()
+
+@patch
+@contextmanager
+def using(self: StorePool, namespace: str | None = None, create: bool = True):
+    "The store of user `namespace` (as `store`), kept open while the `with` block runs: a bounded pool evicts only idle stores."
+    with self._lock:
+        st = self.store(namespace, create)
+        self._busy[st.namespace] += 1
+    try: yield st
+    finally:
+        with self._lock: self._busy[st.namespace] -= 1
+
+# %% ../../../nbs/memory/service/24_users.ipynb #48667160
+MAX_OPEN_ENV, MAX_OPEN_DEFAULT = "EARMEM_MAX_OPEN_USERS", 128   # a server's bound on open stores: about 4 descriptors each
+
+def server_max_open(environ=None) -> int:
+    "The bound a server puts on its pool's open stores: $EARMEM_MAX_OPEN_USERS, else 128."
+    raw = (os.environ if environ is None else environ).get(MAX_OPEN_ENV, "").strip()
+    if not raw: return MAX_OPEN_DEFAULT
+    if not raw.isdigit() or int(raw) < 1: raise ValueError(f"{MAX_OPEN_ENV}: expected a positive whole number of stores, got {raw!r}")
+    return int(raw)
+
 # %% ../../../nbs/memory/service/24_users.ipynb #3fd09aea
 @patch
 def store(self: StorePool, namespace: str | None = None, create: bool = True) -> MemoryStore:
@@ -90,6 +127,8 @@ def store(self: StorePool, namespace: str | None = None, create: bool = True) ->
             if self.encoder is None: self.encoder = st.encoder  # a URL store: the first user's encoder, shared from now on
             if self.on_open is not None: self.on_open(st)
             self._stores[ns] = st
+            self._evict(keep=ns)
+        self._used[ns] = time.monotonic()
         return st
 
 # %% ../../../nbs/memory/service/24_users.ipynb #8815aa79

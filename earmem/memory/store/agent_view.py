@@ -555,7 +555,9 @@ class UserTools:
         args = check_arguments(name, {} if arguments is None else _tool_arguments(arguments))
         if name == "users": return {"users": list(self.stores.namespaces())}
         user = check_user_id(args.pop("user_id", None), required=name in DESTRUCTIVE)
-        return self.tools(user, create=name not in READS).run(name, args, defaults)   # a read of an unknown user creates nothing
+        ns, create = self.default if user is None else user, name not in READS   # a read of an unknown user creates nothing
+        if not callable(getattr(self.stores, "using", None)): return self.tools(user, create=create).run(name, args, defaults)
+        with self.stores.using(ns, create=create) as st: return tools_for(st).run(name, args, defaults)   # held open for the call
 
     call = MemoryTools.call
 

@@ -1,0 +1,80 @@
+"""Many users in turn through a real `earmem serve http` under a common descriptor limit (issue 37).
+
+Starts the HTTP server as a child process with `ulimit -n` set (default 1024) on a fresh store folder, then adds one
+memory for each of N users in turn over loopback (and searches each 10th user back), and reports the server's open
+file descriptors and resident memory along the way, its bound on open stores (EARMEM_MAX_OPEN_USERS), failures and
+the rate. The store is created with the model-free test encoder so the run measures the server, not the encoder.
+Usage: python studies/37_many_users.py [--users 10000] [--nofile 1024] [--every 1000] [--json out.json]
+"""
+import argparse, json, os, resource, socket, subprocess, sys, tempfile, time
+import urllib.request
+from pathlib import Path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
+
+
+def _call(url: str, body: dict | None = None, method: str = "POST"):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r: return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e: return e.code, json.loads(e.read() or b"null")
+
+
+def _fds(pid: int) -> int: return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"): return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--users", type=int, default=10_000, help="distinct users served in turn (default 10,000)")
+    ap.add_argument("--nofile", type=int, default=1024, help="the server's descriptor limit, as `ulimit -n` (default 1024)")
+    ap.add_argument("--every", type=int, default=1000, help="report every this many users (default 1,000)")
+    ap.add_argument("--json", help="write the figures to this file")
+    a = ap.parse_args()
+    folder = Path(tempfile.mkdtemp()) / "store"
+    from earmem.memory import HashingEncoder, MemoryStore
+    MemoryStore(folder, encoder=HashingEncoder(64)).close()   # the root store, made with the test encoder the server reopens
+    port = _free_port()
+    limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (a.nofile, a.nofile))
+    server = subprocess.Popen([sys.executable, "-m", "earmem.cli", "serve", "http", "--store", str(folder), "--port", str(port)],
+                              preexec_fn=limit, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    rows, failures, t0 = [], [], time.time()
+    try:
+        for _ in range(300):
+            try:
+                if _call(f"{base}/users", method="GET")[0] == 200: break
+            except OSError: time.sleep(0.2)
+        else: raise SystemExit("the server did not answer within 60 s")
+        for i in range(a.users):
+            status, out = _call(f"{base}/memories", {"text": f"user {i} drinks tea", "kind": "fact", "user_id": f"u{i}"})
+            if status != 201: failures.append((i, status, out))
+            if i % 10 == 0:
+                status, out = _call(f"{base}/search", {"query": "drinks tea", "user_id": f"u{i}"})
+                if status != 200 or not out["hits"] or out["hits"][0]["text"] != f"user {i} drinks tea": failures.append((i, "search", status))
+            if (i + 1) % a.every == 0 or i + 1 == a.users:
+                rows.append(dict(users=i + 1, fds=_fds(server.pid), rss_mb=round(_rss_mb(server.pid), 1), seconds=round(time.time() - t0, 1)))
+                print(f"{rows[-1]['users']:>7,} users  server fds {rows[-1]['fds']:>5}  RSS {rows[-1]['rss_mb']:>7.1f} MB  "
+                      f"{rows[-1]['seconds']:>7.1f} s  failures {len(failures)}", flush=True)
+        back = _call(f"{base}/search", {"query": "drinks tea", "user_id": "u0"})   # the first user, evicted long ago, reopened
+    finally:
+        server.terminate(); server.wait(timeout=30)
+    out = dict(users=a.users, nofile=a.nofile, max_open=int(os.environ.get("EARMEM_MAX_OPEN_USERS", 128)), rows=rows,
+               failures=len(failures), first_failures=failures[:5], first_user_back=back[0] == 200 and bool(back[1]["hits"]),
+               users_per_second=round(a.users / max(rows[-1]["seconds"], 1e-9), 1))
+    print(json.dumps({k: v for k, v in out.items() if k != "rows"}))
+    if a.json: Path(a.json).write_text(json.dumps(out, indent=1))
+    return 0 if not failures and out["first_user_back"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -81,7 +81,7 @@ def _config_for(self: StorePool, ns: str) -> StoreConfig | None:
     if ns == "default" or own.is_file() or not root.is_file(): return None
     return StoreConfig.from_json(read_manifest(root).get("config", {}))
 
-# %% ../../../nbs/memory/service/24_users.ipynb #a75c381c
+# %% ../../../nbs/memory/service/24_users.ipynb #201ee90d
 @patch
 def _evict(self: StorePool, keep: str):
     "Close least recently used stores no call is using until at most `max_open` are open (never `keep`, just opened)."
@@ -102,7 +102,7 @@ def using(self: StorePool, namespace: str | None = None, create: bool = True):
     finally:
         with self._lock: self._busy[st.namespace] -= 1
 
-# %% ../../../nbs/memory/service/24_users.ipynb #48667160
+# %% ../../../nbs/memory/service/24_users.ipynb #46d1e55f
 MAX_OPEN_ENV, MAX_OPEN_DEFAULT = "EARMEM_MAX_OPEN_USERS", 128   # a server's bound on open stores: about 4 descriptors each
 
 def server_max_open(environ=None) -> int:

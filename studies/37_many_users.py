@@ -45,8 +45,9 @@ def main():
     MemoryStore(folder, encoder=HashingEncoder(64)).close()   # the root store, made with the test encoder the server reopens
     port = _free_port()
     limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (a.nofile, a.nofile))
+    log = open(folder.parent / "server.log", "w")   # the server says a line per request: a file, never an unread pipe
     server = subprocess.Popen([sys.executable, "-m", "earmem.cli", "serve", "http", "--store", str(folder), "--port", str(port)],
-                              preexec_fn=limit, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                              preexec_fn=limit, stdout=log, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     rows, failures, t0 = [], [], time.time()
     try:

@@ -16,12 +16,16 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
 
 
+def _parsed(raw: bytes):
+    try: return json.loads(raw or b"null")
+    except ValueError: return raw.decode(errors="replace")[:200]   # a server out of descriptors may answer plain text
+
 def _call(url: str, body: dict | None = None, method: str = "POST"):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=60) as r: return r.status, json.loads(r.read() or b"null")
-    except urllib.error.HTTPError as e: return e.code, json.loads(e.read() or b"null")
+        with urllib.request.urlopen(req, timeout=60) as r: return r.status, _parsed(r.read())
+    except urllib.error.HTTPError as e: return e.code, _parsed(e.read())
 
 
 def _fds(pid: int) -> int: return len(os.listdir(f"/proc/{pid}/fd"))
@@ -61,7 +65,8 @@ def main():
             if status != 201: failures.append((i, status, out))
             if i % 10 == 0:
                 status, out = _call(f"{base}/search", {"query": "drinks tea", "user_id": f"u{i}"})
-                if status != 200 or not out["hits"] or out["hits"][0]["text"] != f"user {i} drinks tea": failures.append((i, "search", status))
+                if status != 200 or not isinstance(out, dict) or not out["hits"] or out["hits"][0]["text"] != f"user {i} drinks tea":
+                    failures.append((i, "search", status))
             if (i + 1) % a.every == 0 or i + 1 == a.users:
                 rows.append(dict(users=i + 1, fds=_fds(server.pid), rss_mb=round(_rss_mb(server.pid), 1), seconds=round(time.time() - t0, 1)))
                 print(f"{rows[-1]['users']:>7,} users  server fds {rows[-1]['fds']:>5}  RSS {rows[-1]['rss_mb']:>7.1f} MB  "
@@ -70,7 +75,7 @@ def main():
     finally:
         server.terminate(); server.wait(timeout=30)
     out = dict(users=a.users, nofile=a.nofile, max_open=int(os.environ.get("EARMEM_MAX_OPEN_USERS", 128)), rows=rows,
-               failures=len(failures), first_failures=failures[:5], first_user_back=back[0] == 200 and bool(back[1]["hits"]),
+               failures=len(failures), first_failures=failures[:5], first_user_back=back[0] == 200 and isinstance(back[1], dict) and bool(back[1]["hits"]),
                users_per_second=round(a.users / max(rows[-1]["seconds"], 1e-9), 1))
     print(json.dumps({k: v for k, v in out.items() if k != "rows"}))
     if a.json: Path(a.json).write_text(json.dumps(out, indent=1))

@@ -126,8 +126,9 @@ class Limits:
     metadata_bytes: int = 16_000
     cited: int = 100
     depth: int = 32   # JSON nesting, checked on the raw body before any parser sees it
+    messages: int = 1_000   # chat turns one add_messages call may bring
 
-_TEXTS = ("text", "query", "correction", "reason", "header")
+_TEXTS = ("text", "query", "correction", "reason", "header", "content")   # `content`: a chat message's
 
 # %% ../../nbs/serve/27a_access.ipynb #34ad7258
 def _field_problem(name: str, v, lim: Limits) -> str | None:
@@ -139,6 +140,7 @@ def _field_problem(name: str, v, lim: Limits) -> str | None:
     if name == "metadata" and isinstance(v, dict) and len(json.dumps(v, default=str)) > lim.metadata_bytes:
         return f"metadata: more than {lim.metadata_bytes:,} bytes as JSON"
     if name == "cited" and isinstance(v, list) and len(v) > lim.cited: return f"cited: {len(v):,} ids; the limit is {lim.cited}"
+    if name == "messages" and isinstance(v, list) and len(v) > lim.messages: return f"messages: {len(v):,} turns; the limit is {lim.messages:,} a call"
     return None
 
 def limit_problem(payload, lim: Limits = Limits()) -> str | None:

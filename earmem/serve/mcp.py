@@ -12,7 +12,7 @@ from ..memory.store.agent_view import (ArgumentError, MemoryTools, TOOL_DESCRIPT
 from ..memory.store import MemoryStore
 from ..memory.service.users import StorePool, server_max_open
 from ..memory.store.trust import server_guard
-from .access import clean_message, load_keys, protect, require_keys
+from .access import Limits, clean_message, json_nesting, limit_problem, load_keys, protect, require_keys
 
 # %% auto #0
 __all__ = ['MCP_TOOLS', 'require', 'mcp_tool', 'build_mcp_server', 'jsonrpc_problem', 'serve_mcp', 'main', 'show_transcript',
@@ -63,6 +63,7 @@ def mcp_tool(t: MemoryTools, name: str):
     "Operation `name` of the tool layer `t` as an MCP tool: the layer's description and JSON Schema, its checks, its results (an MCP `add` records source 'mcp')."
     defaults = {"source": "mcp"} if name == "add" else None
     def run(arguments: dict) -> dict:
+        if (problem := limit_problem(arguments, Limits())): return {"error": problem}   # the HTTP door's limits, on every transport (stdio too)
         out = t.call(name, arguments, defaults)
         if name == "stats" and isinstance(out, dict): out = {k: v for k, v in out.items() if k != "path"}  # the folder stays on the server
         if isinstance(out, dict) and set(out) == {"error"}: out = {"error": clean_message(out["error"], _paths(t))}  # no server path or password to a client
@@ -96,6 +97,8 @@ def _rpc_error(rid, code: int, message: str) -> dict: return {"jsonrpc": "2.0", 
 def jsonrpc_problem(line: str) -> dict | None:
     "The JSON-RPC error response owed to `line` when it is no message the SDK would take (None when it is one)."
     types = require("mcp.types", "mcp")
+    if json_nesting(line.encode("utf-8", "replace"), Limits().depth) > Limits().depth:   # before any parser recurses into it
+        return _rpc_error(None, -32600, f"Invalid request: JSON nested more than {Limits().depth} levels deep; the limit is {Limits().depth}")
     try: types.jsonrpc_message_adapter.validate_json(line, by_name=False); return None
     except Exception as e: first = str(e).splitlines()[0][:120]
     try: msg = json.loads(line)

@@ -20,15 +20,15 @@ __all__ = ['ACTIONS', 'VALUE_SLOTS', 'UPDATE_SYSTEM', 'Decision', 'Judge', 'clea
            'plan_dedupe']
 
 # %% ../../../nbs/memory/rules/18_updates.ipynb #29617750
-ACTIONS = ("restatement", "update", "distinct")
+ACTIONS = ("restatement", "update", "distinct", "unsure")  # unsure: keep both, marked as conflicting (chapter 18a)
 
 @dataclass(frozen=True)
 class Decision:
-    "A judge's verdict on a near-duplicate: `action` 'restatement' (merge), 'update' (supersede) or 'distinct' (another thing: keep both), and why."
+    "A judge's verdict on a near-duplicate: `action` 'restatement' (merge), 'update' (supersede), 'distinct' (another thing: keep both) or 'unsure' (keep both, marked), and why."
     action: str
     reason: str  # short, e.g. "time 4pm → 3pm"
     changes: tuple = ()  # (slot, removed values, added values) behind the reason
-    by: str = "rules"  # "rules", "llm" or "rules (llm fallback)"
+    by: str = "rules"  # "rules" (the slots, this chapter), "claims" (the frames, 18a), "llm" or "… (llm fallback)"
     agreed: tuple = field(default=(), compare=False)  # slots both texts state with the same values (the rules fill it; not part of the verdict)
     def __post_init__(self): check_choice(self.action, "action", ACTIONS)
     @property
@@ -318,9 +318,9 @@ def judge_change(old: str, new: str) -> Decision:
 VALUE_SLOTS = frozenset({"time", "date", "weekday", "relative", "frequency", "money", "percent", "quantity", "version", "state"})
 
 def supersedes_at_door(decision: Decision | None, near: bool) -> bool:
-    "Whether the judged pair makes the new memory supersede the old: any update of a near-duplicate; of a related one, a value update."
+    "Whether the judged pair makes the new memory supersede the old: an update the claims judge or an LLM is sure of; of the slot rules, any update of a near-duplicate, of a related one a value update."
     if decision is None or not decision.is_update: return False
-    if near or decision.by == "llm": return True
+    if near or decision.by in ("llm", "claims") or decision.by.startswith("claims"): return True
     values = [c for c in decision.changes if c[0] in VALUE_SLOTS]
     if any(gone and added for _, gone, added in values): return True  # a value replaced by another
     return bool(values) and not any(gone for _, gone, _ in decision.changes) and bool(set(decision.agreed) & VALUE_SLOTS)
@@ -328,6 +328,7 @@ def supersedes_at_door(decision: Decision | None, near: bool) -> bool:
 def merges_at_door(decision: Decision | None, near: bool) -> bool:
     "Whether the pair merges: a restatement of a near-duplicate (or no judge); of a related memory, agreeing on a value and adding nothing."
     if decision is None or near: return near and (decision is None or decision.action == "restatement")
+    if decision.by.startswith("claims"): return False  # a restatement in the related band is kept beside the old one, never folded in
     if decision.action == "distinct" or not set(decision.agreed) & VALUE_SLOTS: return False
     return all(not added for _, _, added in decision.changes)
 

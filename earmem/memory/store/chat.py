@@ -12,6 +12,7 @@ from fastcore.basics import patch
 from ...ear.llm import _json_objects, _safe_json
 from ..rules.hygiene import KINDS, is_chatter, iso, to_epoch
 from ..rules.updates import _fresh, slots
+from ..rules.claims import judge_claims
 from ..rules.hygiene import normalise_item
 from .agent_view import AddResult
 from .operations import MemoryStore, infer_kind
@@ -176,6 +177,17 @@ def __call__(self: LLMExtractor, msgs: list) -> list:
     return [c for c in (_candidate(x, turns) for x in found[-1]["memories"]) if c is not None]
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #8b2d6a14
+def _checked_swap(text: str, old: str, new: str) -> str | None:
+    "`_swap`, only when the rewrite checks out (issue 36): both values of one slot type (a date for a date …) or both names, `old` read as that slot inside `text` ('3' of 'May 3' is a day, not a quantity), and the result an update of `text` by the claim rules."
+    got = _swap(text, old, new)
+    if got is None: return None
+    so, sn = ({k: v for k, v in slots(x).items() if k not in ("negation", "name")} for x in (old, new))
+    names = all(w[:1].isupper() for w in (old + " " + new).split()) and len(old.split()) == len(new.split())
+    if not (so and set(so) == set(sn)) and not names: return None
+    inside = slots(text)
+    if not all(set(v) <= set(inside.get(k, ())) for k, v in so.items()): return None
+    return got if judge_claims(text, got).is_update else None
+
 def _swap(text: str, old: str, new: str) -> str | None:
     "`text` with the value `old` replaced by `new` (whole words, case-insensitive), or None when `old` is not in it."
     rx = re.compile(rf"(?<![\w]){re.escape(old)}(?![\w])", re.I)
@@ -186,11 +198,11 @@ def _corrected(self: MemoryStore, cand: dict, earlier: list) -> tuple:
     "(the candidate a correction becomes, the id it corrects): the corrected earlier claim (this conversation's, else the store's), or (itself, None)."
     old, new = cand["replace"]
     for prev in reversed(earlier):
-        if prev["kind"] != "correction" and (text := _swap(prev["text"], old, new)):
+        if prev["kind"] != "correction" and (text := _checked_swap(prev["text"], old, new)):
             return {**cand, "text": text, "kind": prev["kind"], "entities": prev.get("entities", [])}, prev["id"]
-    for h in self.search(f"{cand['text']} {old}", k=5, kinds=["fact", "decision", "preference"]):
-        if (text := _swap(h.text, old, new)): return {**cand, "text": text, "kind": h.kind, "entities": list(h.entities)}, h.id
-    return cand, None
+    for h in self.search(f"{cand['text']} {old}", k=5, kinds=["observation", "fact", "decision", "preference"]):
+        if (text := _checked_swap(h.text, old, new)): return {**cand, "text": text, "kind": h.kind, "entities": list(h.entities)}, h.id
+    return cand, None  # no rewrite that checks out: the correction is stored as said, and the door's judge reads it (18a)
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #b38706a3
 @patch

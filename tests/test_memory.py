@@ -245,8 +245,8 @@ def test_dedupe_merges(tmp_path):
     fct.test_eq(rec.entities, ("Dana", "Go team"))
     merge = s.history(a.id)[1]
     fct.test_eq((merge["action"], merge["detail"]["source"]), ("merge", "s2"))
-    # not duplicates: other kind, disjoint entities, different claim
-    fct.test_eq(s.add("User (Dana) prefers Go for backend services", "fact", ["Dana"]).action, "inserted")
+    # not duplicates: an episode (claims of any kind are compared, issue 36), disjoint entities, different claim
+    fct.test_eq(s.add("User (Dana) prefers Go for backend services", "episode", ["Dana"]).action, "inserted")
     fct.test_eq(s.add("User (Dana) prefers Go for backend services", "preference", ["Sam"]).action, "inserted")
     fct.test_eq(s.add("User (Dana) prefers Rust for frontend tooling", "preference", ["Dana"]).action, "inserted")
     res = s.add_many(["Standup is at ten", "Standup is at ten!", "standup is at TEN"], kind="decision")
@@ -296,12 +296,15 @@ OTHERS = ["Tom adopted a cat named Pixel", "The printer on floor 3 is broken", "
           "The quarterly report is due Friday"]
 
 
+KEEP_APART = lambda old, new: Decision("distinct", "kept apart by the test")  # a door that catches nothing: the ranking alone is tested
+
+
 def _fresher_first(tmp_path, config: StoreConfig) -> list:
     "For each correction (an old and a fresher statement the door keeps apart): is the fresher one the first hit?"
     from earmem.core import Encoder
     enc, clock, got = Encoder(progress=False), fake_clock(to_epoch("2026-06-01")), []
     for i, (old, new, q) in enumerate(CORRECTIONS):
-        with MemoryStore(tmp_path / f"{config.recency_weight}-{i}", encoder=enc, config=config, clock=clock) as s:
+        with MemoryStore(tmp_path / f"{config.recency_weight}-{i}", encoder=enc, config=config, clock=clock, judge=KEEP_APART) as s:
             s.add_many([dict(text=t, kind="fact", timestamp="2026-03-01") for t in OTHERS + [old]])
             fct.test_eq(s.add(new, "fact", timestamp="2026-05-30").action, "inserted")
             hits = s.search(q, k=5)
@@ -342,8 +345,21 @@ def test_relevance_floor_returns_nothing_for_unrelated_query(tmp_path):
     s.close()
 
 
+def test_default_door_catches_the_corrections_it_is_sure_of(tmp_path):
+    "Issue 36: the claim rules supersede a reworded correction of one subject's one attribute; the ranking test above keeps them apart."
+    from earmem.core import Encoder
+    enc, caught = Encoder(progress=False), []
+    for i, (old, new, q) in enumerate(CORRECTIONS):
+        with MemoryStore(tmp_path / f"door-{i}", encoder=enc) as s:
+            s.add_many([dict(text=t, kind="fact") for t in OTHERS + [old]])
+            r = s.add(new, "fact")
+            caught.append(r.action == "updated")
+            if r.action == "updated": assert old not in [h.text for h in s.search(q, k=5)]   # the stale one is gone from search
+    assert sum(caught) >= 2, caught
+
+
 def test_conflicts_reported_and_injected_once(tmp_path):
-    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=StoreConfig(min_relevance=0.1, conflict_similarity=0.6))
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=StoreConfig(min_relevance=0.1, conflict_similarity=0.6), judge=KEEP_APART)
     s.add("Dana prefers tabs for indentation in Go code", "preference", ["Dana"], timestamp="2026-01-01")
     s.add("Dana prefers spaces for indentation in Go code", "preference", ["Dana"], timestamp="2026-03-01")
     s.add("Sam prefers spaces for indentation in Go code", "preference", ["Sam"], timestamp="2026-03-02")  # other entity: no conflict

@@ -8,25 +8,26 @@ from earmem.memory.rules.updates import judge_change
 CFG = StoreConfig(conflict_similarity=0.25, min_relevance=0.0)  # the hashing encoder's cosines are lower than MiniLM's: widen the related band
 
 
-def test_reworded_standup_update_lands_and_agreeing_memory_is_no_conflict(tmp_path):
+def test_a_sure_update_lands_and_an_unsure_one_keeps_both_newest_first(tmp_path):
+    "Issue 36: 'the team standup' / 'the standup' may be one meeting or two: both stay, linked, the newer leads; a sure update supersedes."
     with MemoryStore(tmp_path / "s", encoder=HashingEncoder(256), config=CFG) as st:
         a = st.add("The team standup is at 4pm", "fact", entities=["standup"])
         b = st.add("The standup moved to 3pm", "fact", entities=["standup"])
-        assert (b.action, b.supersedes, b.reason) == ("updated", a.id, "time 4pm → 3pm")
-        c = st.add("The standup is now at 3pm every weekday", "fact", entities=["standup"])
-        assert (c.action, c.supersedes) == ("updated", b.id)
-        hits = st.search("when is the standup?", k=5)
-        assert hits.ids == [c.id] and hits.conflicts == []
-        assert [st.get(m).status for m in (a.id, b.id, c.id)] == ["superseded", "superseded", "active"]
+        assert (b.action, b.supersedes) == ("inserted", None) and st.get(b.id).metadata["may_update"] == a.id
+        hits = st.search("when is the team standup?", k=5)
+        assert hits.ids[:2] == [b.id, a.id] and [(c["newer"], c["older"]) for c in hits.conflicts] == [(b.id, a.id)]
+        c = st.add("The standup moved to 2pm", "fact", entities=["standup"])
+        assert (c.action, c.supersedes, c.reason) == ("updated", b.id, "time 3pm → 2pm")
+        assert [st.get(m).status for m in (a.id, b.id, c.id)] == ["active", "superseded", "active"]
 
 
 def test_update_of_a_superseded_memory_is_refused(tmp_path):
     with MemoryStore(tmp_path / "s", encoder=HashingEncoder(256), config=CFG) as st:
-        a = st.add("The team standup is at 4pm", "fact", entities=["standup"])
+        a = st.add("The standup is at 4pm", "fact", entities=["standup"])
         b = st.add("The standup moved to 3pm", "fact", entities=["standup"])
         with pytest.raises(ValueError, match=f"memory '{a.id}' is superseded by '{b.id}'"):
-            st.update(a.id, text="The team standup is at 5pm")
-        assert st.get(a.id).text == "The team standup is at 4pm"
+            st.update(a.id, text="The standup is at 5pm")
+        assert st.get(a.id).text == "The standup is at 4pm"
         assert st.update(b.id, importance=0.9).importance == 0.9
 
 

@@ -119,7 +119,7 @@ class Claim:
     change: bool          # a change word or marker
     terminate: bool       # a verb that ends the subject's relation (cancel, leave, sell …)
     correction: tuple = ()  # (old value text,) when the claim says "…, not OLD"
-    heads: dict = field(default_factory=dict)  # quantity → the noun it counts
+    surface: dict = field(default_factory=dict)  # (slot, canonical value) → as written ('4pm' for 16:00)
 
 
 def _lemma(w: str) -> str | None:
@@ -263,7 +263,7 @@ def claim_frame(text: str) -> Claim:
     if codes: vals["code"] = codes
     ends = any(c in _TERMINATE for c in chain) or bool(re.search(r"\b(?:called off|broke up|gave up|got divorced|no longer)\b", t, _I))
     return Claim(text, subj, main, f"{main} {prep}".strip(), obj, objw, vals, neg, change or any(c in _CHANGE_VERBS for c in chain), ends,
-                 (corrects,) if corrects else ())
+                 (corrects,) if corrects else (), {(k, c): w for k, vs in slots.items() for c, w in vs.items()})
 
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #eac9dccf
 def _split_and(c: Claim) -> Claim:
@@ -286,7 +286,7 @@ def _split_and(c: Claim) -> Claim:
 
 def _cls(c: Claim) -> str:
     if c.verb in _CLASSES: return _CLASSES[c.verb]
-    if c.verb == "be" and c.pred in ("be in", "be at") and not c.negated: return "location"  # "the review is in the Oak room"
+    if c.verb == "be" and c.pred in ("be in", "be at") and not c.negated and not set(c.slots) & set(_VALUE_SLOTS): return "location"  # "in the Oak room"
     if c.subject.split()[-1:] and c.subject.split()[-1] in _ROLE_NOUNS: return "role"
     if c.verb in ("be", "") and set(c.slots) & set(_VALUE_SLOTS): return "value"  # "the rent is $1200": the subject's one value
     if c.verb in ("start", "find", "get") and "job" in c.obj_words: return "work"
@@ -344,15 +344,8 @@ def _correction_verdict(a: Claim, b: Claim, new: str) -> tuple | None:
     return None
 
 
-def frame_judge(old: str, new: str):
-    "(action, reason) on two claims' frames: 'update' only for one subject, one attribute, another value."
-    a, b = _split_and(claim_frame(old)), _split_and(claim_frame(new))
-    fixed = _correction_verdict(a, b, new)
-    if fixed: return fixed
-    if "?" in (a.subject, b.subject):
-        same = not _values_differ(_values(a), _values(b)) and (a.obj_words == b.obj_words or not (a.obj_words ^ b.obj_words))
-        return ("restatement", "same values, the subject left implicit") if same and a.negated == b.negated else ("unsure", "an implicit subject")
-    if _bare(a.subject) != _bare(b.subject): return "distinct", f"different subjects ({a.subject} / {b.subject})"
+def _same_subject_verdict(a: Claim, b: Claim) -> tuple:
+    "(action, reason) for two frames about one subject: polarity, ending verbs, states, the attribute, the values (of one thing?), the object."
     ca, cb = _cls(a), _cls(b)
     if cb in _CHANGE_VERBS or b.verb in _CHANGE_VERBS: cb = ca  # "moved to", "was pushed to": a new value of the old attribute
     only_a, only_b = a.obj_words - b.obj_words - _FILLER, b.obj_words - a.obj_words - _FILLER
@@ -374,7 +367,8 @@ def frame_judge(old: str, new: str):
     if diff:
         if only_a and only_b and not (ca in _SINGLE or ca in ("value", "role")):
             return "distinct", f"values of other things ({', '.join(sorted(only_a))} / {', '.join(sorted(only_b))})"
-        return "update", "; ".join(f"{k} {', '.join(x)} → {', '.join(y)}" for k, x, y in diff)
+        show = lambda k, vs, c: ", ".join(c.surface.get((k, v), v) for v in vs)
+        return "update", "; ".join(f"{k} {show(k, x, a)} → {show(k, y, b)}" for k, x, y in diff)
     if only_a and only_b:
         if ca in _SINGLE or ca == "role": return "update", f"{ca} {', '.join(sorted(only_a))} → {', '.join(sorted(only_b))}"
         if b.change and shared: return "update", f"{', '.join(sorted(only_a))} → {', '.join(sorted(only_b))} ({ca}, now)"
@@ -386,6 +380,26 @@ def frame_judge(old: str, new: str):
         return "update", "preference reversed"
     if not only_a and not only_b and not diff: return "restatement", "same subject, attribute and values"
     return "unsure", "one side adds detail"
+
+# %% ../../../nbs/memory/rules/18a_claims.ipynb #c5742cd9
+def _subjects_may_match(a: str, b: str) -> bool:
+    "'team standup' / 'standup': one subject's words inside the other's, same head noun — maybe one thing, maybe two."
+    wa, wb = _bare(a).split(), _bare(b).split()
+    return bool(wa and wb) and wa[-1] == wb[-1] and (set(wa) < set(wb) or set(wb) < set(wa))
+
+
+def frame_judge(old: str, new: str) -> tuple:
+    "(action, reason) on two claims' frames: 'update' only for one subject, one attribute, another value; 'unsure' where the subject may be one."
+    a, b = _split_and(claim_frame(old)), _split_and(claim_frame(new))
+    fixed = _correction_verdict(a, b, new)
+    if fixed: return fixed
+    if "?" in (a.subject, b.subject):
+        same = not _values_differ(_values(a), _values(b)) and (a.obj_words == b.obj_words or not (a.obj_words ^ b.obj_words))
+        return ("restatement", "same values, the subject left implicit") if same and a.negated == b.negated else ("unsure", "an implicit subject")
+    if _bare(a.subject) == _bare(b.subject): return _same_subject_verdict(a, b)
+    if not _subjects_may_match(a.subject, b.subject): return "distinct", f"different subjects ({a.subject} / {b.subject})"
+    action, why = _same_subject_verdict(a, b)
+    return ("distinct", why) if action == "distinct" else ("unsure", f"{why}, if '{a.subject}' is '{b.subject}'")
 
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #33123ebe
 def judge_claims(old: str, new: str) -> Decision:

@@ -17,11 +17,11 @@ from ...core import (check_choice, DEFAULT_MODEL, Encoder, Memory, check_number,
 from ...core import parse_locomo_datetime
 
 # %% auto #0
-__all__ = ['KINDS', 'STORES', 'KIND_CODES', 'KIND_NAMES', 'MAX_ENTITY_CHARS', 'MAX_ID_CHARS', 'MAX_METADATA_CHARS', 'MAX_DEPTH',
-           'DAY', 'MAX_LEARNING_RATE', 'ITEM_FIELDS', 'TIME_RANGE', 'check_kind', 'is_chatter', 'derive_importance',
-           'check_line', 'json_depth', 'check_entities', 'entities_overlap', 'merge_confidence', 'to_epoch', 'iso',
-           'recency_decay', 'check_seed_and_ear', 'StoreConfig', 'check_time', 'normalise_item', 'WordTokenizer',
-           'HashingEncoder', 'encoder_from_id', 'token_counter']
+__all__ = ['KINDS', 'STORES', 'KIND_CODES', 'KIND_NAMES', 'CLAIM_KINDS', 'MAX_ENTITY_CHARS', 'MAX_ID_CHARS', 'MAX_METADATA_CHARS',
+           'MAX_DEPTH', 'DAY', 'MAX_LEARNING_RATE', 'ITEM_FIELDS', 'TIME_RANGE', 'compared_kinds', 'check_kind',
+           'is_chatter', 'derive_importance', 'check_line', 'json_depth', 'check_entities', 'entities_overlap',
+           'merge_confidence', 'to_epoch', 'iso', 'recency_decay', 'check_seed_and_ear', 'StoreConfig', 'check_time',
+           'normalise_item', 'WordTokenizer', 'HashingEncoder', 'encoder_from_id', 'token_counter']
 
 # %% ../../../nbs/memory/rules/17_hygiene.ipynb #3c84f3a9
 KINDS = {  # kind → (store, base importance)
@@ -36,6 +36,12 @@ KINDS = {  # kind → (store, base importance)
 STORES = ("episodic", "semantic")
 KIND_CODES = {k: i for i, k in enumerate(KINDS)}  # kind → small integer (the index keeps kinds as int16)
 KIND_NAMES = list(KINDS)
+
+CLAIM_KINDS = ("observation", "fact", "preference", "decision", "correction")  # what a claim is inferred to be varies; the fact it states does not
+
+def compared_kinds(kind: str) -> tuple:
+    "The kinds a new memory of `kind` is compared with at the door: every claim kind for a claim (issue 36), its own kind otherwise."
+    return CLAIM_KINDS if kind in CLAIM_KINDS else (kind,)
 
 def check_kind(kind, name: str = "kind") -> str:
     "Validate a memory kind (one of `KINDS`)."
@@ -173,7 +179,8 @@ class StoreConfig:
     dedupe_threshold: float = 0.92  # cosine at or above which a same-kind, same-entity memory is a duplicate
     same_fact_similarity: float = 0.7  # cosine at or above which two candidates say the same thing: recency and importance lift a memory only over those (22a)
     conflict_similarity: float = 0.7  # cosine at or above which two hits of a claim kind about the same entity conflict
-    conflict_kinds: tuple = ("fact", "preference", "decision", "correction")
+    conflict_kinds: tuple = ("observation", "fact", "preference", "decision", "correction")  # kinds judged against related claims too (chapter 18)
+    update_similarity: float = 0.5  # cosine at or above which a new claim is judged against a stored one (issue 36: 90 % of the tune updates lie above it)
     candidates: int = 20  # K: frozen-retriever candidates per query (Eq. 1), the pool the adapter reranks
     balanced: bool = True  # EAR §5: K/2 candidates from each store when both have some
     retriever: str = "hybrid"  # "hybrid": the dense and the lexical (BM25) top-K, fused; "dense": Eq. 1 alone
@@ -186,7 +193,7 @@ class StoreConfig:
     def __post_init__(self):
         for n in ("relevance_weight", "recency_weight", "importance_weight"): check_number(getattr(self, n), n, low=0)
         check_number(self.half_life_days, "half_life_days", low=0, low_open=True)
-        for n in ("min_relevance", "dedupe_threshold", "conflict_similarity", "same_fact_similarity"): check_number(getattr(self, n), n, -1, 1)
+        for n in ("min_relevance", "dedupe_threshold", "conflict_similarity", "same_fact_similarity", "update_similarity"): check_number(getattr(self, n), n, -1, 1)
         self.conflict_kinds = tuple(check_kind(k, "conflict_kinds") for k in self.conflict_kinds)
         for n in ("candidates", "checkpoint_every"): check_positive_int(getattr(self, n), n)
         if isinstance(self.learner_gate, bool) or not isinstance(self.learner_gate, int) or self.learner_gate < 0:

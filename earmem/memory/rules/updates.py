@@ -11,13 +11,13 @@ import numpy as np
 from fastcore.basics import patch
 from ...core import check_choice, check_int
 from ...ear.llm import _json_objects, _safe_json
-from .hygiene import check_entities, entities_overlap, merge_confidence
+from .hygiene import check_entities, compared_kinds, entities_overlap, merge_confidence
 
 # %% auto #0
-__all__ = ['ACTIONS', 'VALUE_SLOTS', 'UPDATE_SYSTEM', 'Decision', 'Judge', 'clean_text', 'topic_words', 'slots', 'slot_changes',
-           'judge_change', 'supersedes_at_door', 'merges_at_door', 'update_messages', 'parse_decision', 'LLMJudge',
-           'llm_judge', 'judge_scores', 'door_action', 'door_scores', 'table_report', 'main', 'merge_duplicate',
-           'plan_dedupe']
+__all__ = ['ACTIONS', 'VALUE_SLOTS', 'UPDATE_SYSTEM', 'JUDGED_NEIGHBOURS', 'Decision', 'Judge', 'clean_text', 'topic_words',
+           'slots', 'slot_changes', 'judge_change', 'supersedes_at_door', 'merges_at_door', 'update_messages',
+           'parse_decision', 'LLMJudge', 'llm_judge', 'judge_scores', 'door_action', 'door_scores', 'table_report',
+           'main', 'merge_duplicate', 'plan_dedupe']
 
 # %% ../../../nbs/memory/rules/18_updates.ipynb #29617750
 ACTIONS = ("restatement", "update", "distinct", "unsure")  # unsure: keep both, marked as conflicting (chapter 18a)
@@ -469,33 +469,23 @@ def merge_duplicate(target: dict, item: dict, sim: float):
     target["dups"].append({"text": item["text"], "source": item["source"], "similarity": round(sim, 4), "at": item["created"]})
 
 # %% ../../../nbs/memory/rules/18_updates.ipynb #cee4381b
-def _best_duplicate(item: dict, old: list, new: list, fresh: list, fresh_of: dict, merges: dict, stored: Callable) -> tuple:
-    "(('old', stored fields) or ('new', position in fresh) or None, cosine) of the closest same-claim duplicate."
-    best, best_sim = None, -2.0
-    for sim, r in old:  # near-duplicates already in the store
-        s = stored(r)
-        if sim > best_sim and entities_overlap(merges[s["id"]]["entities"] if s["id"] in merges else s["entities"], item["entities"]):
-            best, best_sim = ("old", s), sim
-    for sim, e in new:  # near-duplicates earlier in this batch
-        f = fresh_of.get(e)
-        if f is not None and sim > best_sim and fresh[f]["kind"] == item["kind"] and entities_overlap(fresh[f]["entities"], item["entities"]):
-            best, best_sim = ("new", f), sim
-    return best, best_sim
+JUDGED_NEIGHBOURS = 4  # the closest stored (or earlier) claims a new memory is judged against, nearest first
 
-# %% ../../../nbs/memory/rules/18_updates.ipynb #1d17b4c7
-def _best_neighbour(item: dict, old: list, new: list, fresh: list, fresh_of: dict, merges: dict, stored: Callable,
-                    threshold: float | None, related_kinds: tuple) -> tuple:
-    "(best, cosine, near): the closest near-duplicate (cosine ≥ `threshold`), else the closest related claim about a shared entity."
-    pick = lambda near: _best_duplicate(item, [p for p in old if (p[0] >= threshold) == near], [p for p in new if (p[0] >= threshold) == near],
-                                        fresh, fresh_of, merges, stored)
-    if threshold is None: return (*_best_duplicate(item, old, new, fresh, fresh_of, merges, stored), True)
-    best, sim = pick(True)
-    if best is not None or item["kind"] not in related_kinds or not item["entities"]: return best, sim, True
-    return (*pick(False), False)
+def _duplicates(item: dict, old: list, new: list, fresh: list, fresh_of: dict, merges: dict, stored: Callable) -> list:
+    "[(('old', stored fields) or ('new', position in fresh), cosine)] of the item's candidates that may be about its entities, closest first."
+    out = []
+    for sim, r in old:  # candidates already in the store (the backend compared the item's kind group, chapter 17's `compared_kinds`)
+        s = stored(r)
+        if entities_overlap(merges[s["id"]]["entities"] if s["id"] in merges else s["entities"], item["entities"]): out.append((("old", s), sim))
+    for sim, e in new:  # candidates earlier in this batch
+        f = fresh_of.get(e)
+        if f is not None and compared_kinds(fresh[f]["kind"]) == compared_kinds(item["kind"]) and entities_overlap(fresh[f]["entities"], item["entities"]):
+            out.append((("new", f), sim))
+    return sorted(out, key=lambda x: -x[1])
 
 # %% ../../../nbs/memory/rules/18_updates.ipynb #8d2b04b6
 def _fresh(item: dict, vec) -> dict:
-    return {**item, "vec": vec, "count": 1, "accessed": item["created"], "dups": [], "status": "active", "supersedes": None}
+    return {**item, "vec": vec, "count": 1, "accessed": item["created"], "dups": [], "status": "active", "supersedes": None, "unsure_of": None}
 
 def _claim_text(best: tuple, fresh: list) -> str:
     "The text of the duplicate `best` points at (a stored memory's or an earlier batch item's)."
@@ -511,6 +501,29 @@ def _supersede(best: tuple, fresh: list, merges: dict, decision: Decision):
     else: new["supersedes"], fresh[ref]["status"] = ("fresh", ref), "superseded"
     new["reason"] = decision.reason
 
+def _mark_unsure(unsure: tuple, fresh: list):
+    "Record on the newest fresh item which memory it may replace (the judge was unsure): both stay, search shows the newer first."
+    (where, ref), _, decision = unsure
+    fresh[-1]["unsure_of"], fresh[-1]["reason"] = (ref["id"] if where == "old" else ("fresh", ref)), decision.reason
+
+# %% ../../../nbs/memory/rules/18_updates.ipynb #1d17b4c7
+def _neighbours(item: dict, cands: list, threshold: float | None, related_kinds: tuple) -> list:
+    "[(best, cosine, near)] to judge: the near-duplicates (cosine ≥ `threshold`), then for a related kind the related claims; at most `JUDGED_NEIGHBOURS`."
+    if threshold is None: return [(b, s, True) for b, s in cands[:JUDGED_NEIGHBOURS]]
+    near = [(b, s, True) for b, s in cands if s >= threshold]
+    related = [(b, s, False) for b, s in cands if s < threshold] if item["kind"] in related_kinds else []
+    return (near + related)[:JUDGED_NEIGHBOURS]
+
+def _judge_neighbours(item: dict, neighbours: list, judge: Judge | None, fresh: list) -> tuple:
+    "(action 'merge'/'supersede'/'insert', best, cosine, decision, the first pair judged 'unsure' or None): the first neighbour that merges or is superseded wins."
+    unsure = None
+    for best, sim, near in neighbours:
+        d = judge(_claim_text(best, fresh), item["text"]) if judge is not None else None
+        if merges_at_door(d, near): return "merge", best, sim, d, unsure
+        if supersedes_at_door(d, near): return "supersede", best, sim, d, unsure
+        if unsure is None and d is not None and d.action == "unsure": unsure = (best, sim, d)
+    return "insert", None, None, None, unsure
+
 # %% ../../../nbs/memory/rules/18_updates.ipynb #24a8bd61
 def plan_dedupe(items: list, V: np.ndarray, old: list, new: list, stored: Callable, exists: Callable,
                 judge: Judge | None = judge_change, threshold: float | None = None, related_kinds: tuple = ()) -> tuple:
@@ -520,13 +533,13 @@ def plan_dedupe(items: list, V: np.ndarray, old: list, new: list, stored: Callab
         if item["id"] is not None:
             if exists(item["id"]) or item["id"] in batch_ids: raise ValueError(f"id: a memory with id {item['id']!r} already exists")
             batch_ids.add(item["id"])
-        best, sim, near = _best_neighbour(item, old[i], new[i], fresh, fresh_of, merges, stored, threshold, related_kinds)
-        decision = judge(_claim_text(best, fresh), item["text"]) if best is not None and judge is not None else None
-        if best is None or not merges_at_door(decision, near):
+        near = _neighbours(item, _duplicates(item, old[i], new[i], fresh, fresh_of, merges, stored), threshold, related_kinds)
+        act, best, sim, decision, unsure = _judge_neighbours(item, near, judge, fresh)
+        if act != "merge":
             fresh_of[i] = len(fresh)
             fresh.append(_fresh(item, V[i]))
-            if best is not None and supersedes_at_door(decision, near): _supersede(best, fresh, merges, decision)
-            else: sim = decision = None  # fresh, replacing nothing
+            if act == "supersede": _supersede(best, fresh, merges, decision)
+            if unsure is not None and act == "insert": _mark_unsure(unsure, fresh)
             plan.append(("new", len(fresh) - 1, sim, decision)); continue
         where, ref = best
         if where == "old":

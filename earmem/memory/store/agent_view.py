@@ -17,9 +17,10 @@ from ..index.mirror import FILTER_FIELDS, SearchFilter
 # %% auto #0
 __all__ = ['MEMORY_FIELDS', 'TOOL_ARGUMENTS', 'TOOL_NAMES', 'SCOPES', 'TAGGED', 'TOOL_DESCRIPTIONS', 'MAX_ARGUMENT_CHARS',
            'DESTRUCTIVE', 'READS', 'OPENAI_TOOLS', 'confidence_word', 'MemoryRecord', 'Hit', 'Hits', 'AddResult',
-           'mark_conflicts', 'Injection', 'provenance_line', 'inject', 'record_json', 'hit_json', 'ArgumentError',
-           'error_json', 'scopes_of', 'tool_schema', 'check_value', 'unknown_argument', 'check_arguments',
-           'MemoryTools', 'check_user_id', 'UserTools', 'tools_for', 'tool_specs', 'handle_tool_call']
+           'mark_conflicts', 'newer_first', 'Injection', 'provenance_line', 'inject', 'record_json', 'hit_json',
+           'ArgumentError', 'error_json', 'scopes_of', 'tool_schema', 'check_value', 'unknown_argument',
+           'check_arguments', 'MemoryTools', 'check_user_id', 'UserTools', 'tools_for', 'tool_specs',
+           'handle_tool_call']
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #63dd6418
 def confidence_word(c: float) -> str:
@@ -104,12 +105,21 @@ class AddResult:
     reason: str | None = None  # for 'updated': what changed, e.g. "time 4pm → 3pm"
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #0abf2079
+def _door_unsure(ha, hb) -> bool:
+    "Whether the door linked the pair: one was written beside the other as a possible update the judge was unsure of (chapter 18a)."
+    return (ha.metadata or {}).get("may_update") == hb.id or (hb.metadata or {}).get("may_update") == ha.id
+
 def mark_conflicts(hits: list, vectors: np.ndarray, formed: list, config) -> list:
-    "Mark newer-supersedes-older among `hits` (unit `vectors`, sortable `formed` times) that make different claims about the same entities."
+    "Mark newer-supersedes-older among `hits` (unit `vectors`, sortable `formed` times): pairs the door was unsure of, and different claims about the same entities."
     out = []
     for a in range(len(hits)):
         for b in range(a + 1, len(hits)):
             ha, hb = hits[a], hits[b]
+            if _door_unsure(ha, hb):
+                newer, older = (ha, hb) if formed[a] > formed[b] else (hb, ha)
+                newer.supersedes, older.superseded_by = newer.supersedes + (older.id,), older.superseded_by or newer.id
+                out.append({"newer": newer.id, "older": older.id, "similarity": round(float(vectors[a] @ vectors[b]), 4), "kind": newer.kind,
+                            "entities": [], "door": (newer.metadata or {}).get("may_update_reason", "")}); continue
             if ha.kind != hb.kind or ha.kind not in config.conflict_kinds or not ha.entities or not hb.entities: continue
             if not entities_overlap(ha.entities, hb.entities): continue
             sim = float(vectors[a] @ vectors[b])
@@ -120,6 +130,16 @@ def mark_conflicts(hits: list, vectors: np.ndarray, formed: list, config) -> lis
             shared = sorted({e.casefold() for e in ha.entities} & {e.casefold() for e in hb.entities})
             out.append({"newer": newer.id, "older": older.id, "similarity": round(sim, 4), "kind": ha.kind, "entities": shared})
     return out
+
+def newer_first(hits: list, conflicts: list) -> list:
+    "Positions of `hits` with the newer of each pair the door was unsure of moved just above the older (issue 36: the stale claim never leads)."
+    order = list(range(len(hits)))
+    pos = {h.id: i for i, h in enumerate(hits)}
+    for c in conflicts:
+        if "door" not in c: continue
+        n, o = order.index(pos[c["newer"]]), order.index(pos[c["older"]])
+        if n > o: order.insert(o, order.pop(n))
+    return order
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #13a0a858
 class Injection(str):

@@ -12,7 +12,7 @@ import numpy as np
 from fastcore.basics import patch
 from ...core import Encoder, atomic_write_json, check_matrix, check_number, unit_rows
 from ..rules.hygiene import StoreConfig, encoder_from_id, iso
-from ..rules.updates import judge_change
+from ..rules.claims import judge_claims
 from ..backends.sqlite import SQLiteBackend
 from ..backends.boundary import (DB_NAME, MANIFEST_NAME, STORE_FORMAT, STORE_VERSION, backend_opener, check_namespace, close_at_exit,
                             create_store_folder, read_manifest, redact_url, url_scheme)
@@ -46,13 +46,13 @@ class MemoryStore(Learning):
                  readonly: bool = False,  # a reader: never writes, follows a writer's commits
                  clock: Callable[[], float] | None = None,  # returns Unix seconds; default time.time
                  create: bool = True,  # create the store when the folder is missing or empty
-                 judge=None,  # restatement-or-update judge for near-duplicates, (old, new) -> Decision; None = the rules (judge_change)
+                 judge=None,  # restatement-or-update judge for near-duplicates, (old, new) -> Decision; None = the claim rules (judge_claims, chapter 18a)
                  lock_timeout: float = 10.0,  # seconds to wait for another process's write lock before a TimeoutError
                  namespace: str = "default"):  # the user / tenant: a namespace of the URL store, or a sub-folder of the folder (see namespace_folder)
         _check_store_args(path, encoder, config, namespace)
         self.lock_timeout = check_number(lock_timeout, "lock_timeout", low=0, high=3600)
         if judge is not None and not callable(judge): raise TypeError(f"judge: expected a callable (old, new) -> Decision, got {type(judge).__name__}")
-        self.judge = judge or judge_change
+        self.judge = judge or judge_claims
         self.url, self.namespace = (path if url_scheme(path) else None), namespace
         self.path = namespace_folder(path, namespace) if self.url is None else redact_url(self.url)  # a URL is shown without its password
         self.readonly, self.clock = bool(readonly), clock or time.time

@@ -12,7 +12,7 @@ import numpy as np
 from fastcore.basics import patch
 import earmem.memory.store.agent_view as agent
 from ...core import Candidates, Memory, Query, atomic_write, check_matrix, check_number, check_positive_int, unit_rows
-from ..rules.hygiene import DAY, KINDS, KIND_NAMES, STORES, iso, normalise_item, recency_decay, token_counter
+from ..rules.hygiene import DAY, KINDS, KIND_NAMES, STORES, compared_kinds, iso, normalise_item, recency_decay, token_counter
 from ..rules.updates import plan_dedupe
 from ..index.mirror import SearchFilter, item_row, one_blas_thread
 from ..index.graph import round_f16
@@ -33,9 +33,16 @@ __all__ = ['SESSION_BETA', 'infer_kind', 'default_kind', 'session_lift', 'Memory
 def _plan_batch(self: MemoryStore, items: list, V: np.ndarray, exclude: tuple) -> tuple:
     "Dedupe decisions for a batch: (fresh items, merges into stored memories, per-item plan, explicit ids)."
     b, c = self._backend, self.config
-    near = min(c.conflict_similarity, c.dedupe_threshold)  # related claims too: a reworded update supersedes (chapter 18)
-    old, new = b.near_duplicates([it["kind"] for it in items], V, near, exclude, entities=[it["entities"] for it in items])
-    return plan_dedupe(items, V, old, new, b.dedupe_fields, b.has, self.judge, c.dedupe_threshold, c.conflict_kinds)
+    near = min(c.update_similarity, c.conflict_similarity, c.dedupe_threshold)  # related claims too: a reworded update supersedes (18a)
+    old, new, groups = [[] for _ in items], [[] for _ in items], {}
+    for i, it in enumerate(items): groups.setdefault(compared_kinds(it["kind"]), []).append(i)
+    for kinds, idx in groups.items():  # a claim is compared with claims of every kind (issue 36); the backends look up one kind at a time
+        for j, kind in enumerate(kinds):
+            o, nw = b.near_duplicates([kind] * len(idx), V[idx], near, exclude, entities=[items[i]["entities"] for i in idx])
+            for p, i in enumerate(idx):
+                old[i] += [(s, b.dedupe_fields(r)) for s, r in o[p]]  # read now: a PostgreSQL window lasts one lookup
+                if j == 0: new[i] = [(s, idx[q]) for s, q in nw[p]]  # the batch's own items, compared as one group
+    return plan_dedupe(items, V, old, new, lambda fields: fields, b.has, self.judge, c.dedupe_threshold, c.conflict_kinds)
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #965c11db
 def _with_meta(meta_json: str, **extra) -> str:
@@ -46,6 +53,9 @@ def _link_updates(self: MemoryStore, fresh: list, rev: int, now: float) -> list:
     "Set the supersede links of a written batch (inside `_write`); returns their audit entries."
     audit, stored = [], []
     for f in fresh:
+        if f.get("unsure_of") is not None:  # kept beside a memory it may replace (18a): both stay, the link says which
+            mine = fresh[f["unsure_of"][1]]["id"] if isinstance(f["unsure_of"], tuple) else f["unsure_of"]
+            f["metadata"] = _with_meta(f["metadata"], may_update=mine, may_update_reason=f["reason"])
         if f["supersedes"] is None: continue
         old = fresh[f["supersedes"][1]] if isinstance(f["supersedes"], tuple) else None
         f["supersedes"] = old["id"] if old is not None else f["supersedes"]
@@ -410,6 +420,9 @@ def search(self: MemoryStore,
         hits = [self._hit(rows[j], rank, score[j], rel[j], rec[j], cosines[j]) for rank, j in enumerate(order, 1)]
         hit_rows = rows[order]
         conflicts = agent.mark_conflicts(hits, np.asarray(ix.E[hit_rows], np.float32), list(zip(ix.created[hit_rows], hit_rows)), self.config)
+        lead = agent.newer_first(hits, conflicts)  # a claim the door kept beside the one it may update never ranks above it (issue 36)
+        hits, order = [hits[i] for i in lead], order[lead]
+        for rank, h in enumerate(hits, 1): h.rank = rank
         if touch and hits and not self.readonly: self._touch([h.id for h in hits], now)
     return Hits(hits, text, conflicts, cands, order, self._token)
 

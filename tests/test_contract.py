@@ -100,11 +100,13 @@ def test_dedupe_merges_and_counts(loc):
     a = st.add("User (Dana) prefers Go for backend services", "preference", ["Dana"])
     b = st.add("User (Dana) prefers Go for backend services!", "preference", ["dana"], importance=0.9)
     assert (b.action, b.id, b.count) == ("merged", a.id, 2) and len(st) == 1
-    assert st.add("User (Dana) prefers Go for backend services", "fact", ["Dana"]).action == "inserted"  # other kind
+    assert st.add("User (Dana) prefers Go for backend services", "episode", ["Dana"]).action == "inserted"  # an episode is not a claim
+    c = st.add("User (Dana) prefers Go for backend services", "fact", ["Dana"])   # another claim kind, the same claim (issue 36)
+    assert (c.action, c.id, c.count) == ("merged", a.id, 3)
     res = st.add_many(["Deploys happen on Fridays", "Deploys happen on Fridays."], kind="fact")
     assert [r.action for r in res] == ["inserted", "merged"] and res[0].id == res[1].id
     with pytest.raises(ValueError, match="already exists"): st.add("x", "fact", id=a.id)
-    assert [h["action"] for h in st.history(a.id)] == ["insert", "merge"] and st.get(a.id).count == 2
+    assert [h["action"] for h in st.history(a.id)] == ["insert", "merge", "merge"] and st.get(a.id).count == 3
     assert st.add("explicit id", "fact", id="custom-1").id == "custom-1" and "custom-1" in st
     st.close()
 
@@ -115,7 +117,8 @@ def test_updates_supersede_with_history(loc):
     b = st.add("The standup moved to 3pm", "decision")
     assert (b.action, b.supersedes) == ("updated", a.id)
     assert [h.text for h in st.search("when is the standup?")] == ["The standup moved to 3pm"]
-    assert (st.get(a.id).status, st.get(a.id).metadata, st.get(b.id).metadata) == ("superseded", {"superseded_by": b.id}, {"supersedes": a.id})
+    assert (st.get(a.id).status, st.get(a.id).metadata, st.get(b.id).metadata) == ("superseded", {"superseded_by": b.id, "valid_to": st.get(b.id).timestamp}, {"supersedes": a.id})
+    assert (st.get(a.id).valid_to, st.get(b.id).valid_from, st.get(b.id).valid_to) == (st.get(b.id).timestamp, st.get(b.id).timestamp, None)
     assert [(h["id"], h["action"]) for h in st.history(b.id)] == [(a.id, "insert"), (b.id, "insert"), (a.id, "supersede")]
     assert st.stats()["superseded"] == 1 and st.check()["ok"]
     st.close()

@@ -72,9 +72,10 @@ def _filter_options(sp, k_default: int | None = 5):
     sp.add_argument("--since", help="only memories formed at or after this time (ISO)")
     sp.add_argument("--until", help="only memories formed at or before this time (ISO)")
     sp.add_argument("--memory-store", choices=list(STORES), help="only the episodic or the semantic store")
+    sp.add_argument("--as-of", help="what was true at this time (ISO): memories formed by then and not yet replaced then")
 
 def _filters(a) -> dict:
-    return dict(kinds=a.kind or None, entities=a.entity or None, since=a.since, until=a.until, store=a.memory_store)
+    return dict(kinds=a.kind or None, entities=a.entity or None, since=a.since, until=a.until, store=a.memory_store, as_of=a.as_of)
 
 # %% ../../nbs/cli/32_memory.ipynb #12d9b2fa
 def _command(sub, name: str, help: str, description: str, func: Callable, what: str = "the result", store: bool = True):
@@ -375,7 +376,7 @@ def _feedback_request(a) -> dict:
     if (a.query is None) == (a.hits is None): raise ValueError("query: give either --query TEXT or --hits FILE")
     if a.hits is not None:
         extra = [f for f, v in (("k", a.k), ("kind", a.kind), ("entity", a.entity), ("since", a.since), ("until", a.until),
-                                ("memory_store", a.memory_store)) if v is not None]
+                                ("memory_store", a.memory_store), ("as_of", a.as_of)) if v is not None]
         if extra: raise ValueError(f"{extra[0]}: the search options come from the --hits file; leave them out")
         req = _hits_file(a.hits)
     else: req = dict(query=a.query, k=5 if a.k is None else a.k, filters=_filters(a), ids=None, cited=None)

@@ -61,6 +61,11 @@ def _where(self: PostgresBackend, flt: SearchFilter | None = None) -> tuple:
     flt = SearchFilter() if flt is None else flt
     if not isinstance(flt, SearchFilter): raise TypeError(f"flt: expected a SearchFilter, got {type(flt).__name__} (SearchFilter(**d) makes one)")
     sql, params = ["namespace = %s", "status = 'active'"], [self.namespace]
+    if flt.as_of is not None:  # what held then: formed by then, active or replaced later (19's `held_at`; an old store's end is its successor's time)
+        ended = ("COALESCE((metadata::jsonb ->> 'valid_to')::timestamptz, (SELECT to_timestamp(n.created) FROM {s}.memories n "
+                 "WHERE n.namespace = memories.namespace AND n.id = memories.metadata::jsonb ->> 'superseded_by'), 'infinity')")
+        sql[1] = f"created <= %s AND (status = 'active' OR (status = 'superseded' AND {ended} > to_timestamp(%s)))"
+        params += [flt.as_of, flt.as_of]
     if flt.kinds is not None: sql.append("kind = ANY(%s)"); params.append(list(flt.kinds))
     if flt.entities is not None: sql.append("entity_keys && %s"); params.append([e.casefold() for e in flt.entities])
     if flt.since is not None: sql.append("created >= %s"); params.append(flt.since)

@@ -258,6 +258,8 @@ def claim_frame(text: str) -> Claim:
     if main in _NEGATIVE_VERBS or (main == "stand" and "cannot" in t.casefold()): neg, main = (not neg if main != "stand" else neg), "like"
     if main in _COPULAS and prep in ("at", "on", "in", ""): main = "be"  # "starts at 9am" states what "is at 9am" states
     if main in ("hold", "schedule", "book", "set") and subj != "user": main = "be"
+    ids = re.findall(r"(?:\bnumber|\bno\.|\bnr\.?|#)\s?(\d+)\b", t, _I)  # "note number 3", "room #4": which thing, not how many
+    if ids: slots["quantity"] = {k: w for k, w in slots.get("quantity", {}).items() if k not in ids}; objw |= {f"#{n}" for n in ids}
     vals = {k: frozenset(v) for k, v in slots.items() if v}
     codes = frozenset(w.casefold() for w in re.findall(r"\b(?=\w*\d)(?=\w*[A-Za-z])\w+\b", masked))
     if codes: vals["code"] = codes
@@ -284,9 +286,15 @@ def _split_and(c: Claim) -> Claim:
     return c
 
 
+_RELOCATES = re.compile(r"\b(?:moved|moves|moving|relocated|relocates|relocating)\s+(?:back\s+|away\s+)?(?:to|into)\s+(?:(?:a|an|the|my|our|his|her|their)\s+(?:new\s+)?(?:flat|house|apartment|place|home)\s+in\s+)?(?P<place>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\s*(?:[.,!;]|$|\s+(?:in|last|this|two|three|a|an|on|for|after|with|now)\b)")  # someone moving to a named place
+_CALENDAR = {*"monday tuesday wednesday thursday friday saturday sunday".split(),
+             *"january february march april may june july august september october november december".split()}
+
 def _cls(c: Claim) -> str:
     if c.verb in _CLASSES: return _CLASSES[c.verb]
     if c.verb == "be" and c.pred in ("be in", "be at") and not c.negated and not set(c.slots) & set(_VALUE_SLOTS): return "location"  # "in the Oak room"
+    if c.verb in ("move", "relocate") and (m := _RELOCATES.search(c.text)) and m["place"].split()[0].casefold() not in _CALENDAR:
+        return "residence"  # "moved to Rome" (not "moved to Monday")
     if c.subject.split()[-1:] and c.subject.split()[-1] in _ROLE_NOUNS: return "role"
     if c.verb in ("be", "") and set(c.slots) & set(_VALUE_SLOTS): return "value"  # "the rent is $1200": the subject's one value
     if c.verb in ("start", "find", "get") and "job" in c.obj_words: return "work"
@@ -347,7 +355,8 @@ def _correction_verdict(a: Claim, b: Claim, new: str) -> tuple | None:
 def _same_subject_verdict(a: Claim, b: Claim) -> tuple:
     "(action, reason) for two frames about one subject: polarity, ending verbs, states, the attribute, the values (of one thing?), the object."
     ca, cb = _cls(a), _cls(b)
-    if cb in _CHANGE_VERBS or b.verb in _CHANGE_VERBS: cb = ca  # "moved to", "was pushed to": a new value of the old attribute
+    moved_away = ca == "residence" and b.verb in ("move", "relocate") and cb != "residence"  # "moved to the sales team": not a home
+    if (cb in _CHANGE_VERBS or b.verb in _CHANGE_VERBS) and not moved_away: cb = ca  # "moved to", "was pushed to": a new value of the old attribute
     only_a, only_b = a.obj_words - b.obj_words - _FILLER, b.obj_words - a.obj_words - _FILLER
     shared = (a.obj_words & b.obj_words) - _FILLER
     va, vb = _values(a), _values(b)
@@ -385,6 +394,8 @@ def _same_subject_verdict(a: Claim, b: Claim) -> tuple:
 def _subjects_may_match(a: str, b: str) -> bool:
     "'team standup' / 'standup': one subject's words inside the other's, same head noun — maybe one thing, maybe two."
     wa, wb = _bare(a).split(), _bare(b).split()
+    na, nb = sorted(w for w in wa if any(ch.isdigit() for ch in w)), sorted(w for w in wb if any(ch.isdigit() for ch in w))
+    if na and nb and na != nb: return False  # "memory number 3" / "memory number 10": numbered things, two of them
     return bool(wa and wb) and wa[-1] == wb[-1] and (set(wa) < set(wb) or set(wb) < set(wa))
 
 

@@ -11,16 +11,15 @@ from typing import Callable, Sequence
 import numpy as np
 from fastcore.basics import patch
 from ...core import Candidates, Memory, check_positive_int
-from ..rules.hygiene import KINDS, MAX_DEPTH, entities_overlap, json_depth
+from ..rules.hygiene import KINDS, MAX_DEPTH, json_depth
 from ..index.mirror import FILTER_FIELDS, SearchFilter
 
 # %% auto #0
 __all__ = ['MEMORY_FIELDS', 'TOOL_ARGUMENTS', 'TOOL_NAMES', 'SCOPES', 'TAGGED', 'TOOL_DESCRIPTIONS', 'MAX_ARGUMENT_CHARS',
            'DESTRUCTIVE', 'READS', 'OPENAI_TOOLS', 'confidence_word', 'MemoryRecord', 'Hit', 'Hits', 'AddResult',
-           'mark_conflicts', 'newer_first', 'Injection', 'provenance_line', 'inject', 'record_json', 'hit_json',
-           'ArgumentError', 'error_json', 'scopes_of', 'tool_schema', 'check_value', 'unknown_argument',
-           'check_arguments', 'MemoryTools', 'check_user_id', 'UserTools', 'tools_for', 'tool_specs',
-           'handle_tool_call']
+           'Injection', 'provenance_line', 'inject', 'record_json', 'hit_json', 'ArgumentError', 'error_json',
+           'scopes_of', 'tool_schema', 'check_value', 'unknown_argument', 'check_arguments', 'MemoryTools',
+           'check_user_id', 'UserTools', 'tools_for', 'tool_specs', 'handle_tool_call']
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #63dd6418
 def confidence_word(c: float) -> str:
@@ -43,6 +42,8 @@ class MemoryRecord:
     source: str | None = None
     status: str = "active"  # 'active' or 'retracted'
     metadata: dict = field(default_factory=dict)
+    valid_from: str | None = None  # ISO-8601: since when it held (its timestamp: when it was stated, or the event's date)
+    valid_to: str | None = None  # ISO-8601: when the memory that replaced it was formed; None while it holds (issue 36)
 
     def to_memory(self) -> Memory:
         "As an `earmem.core.Memory` (for critics and metrics)."
@@ -103,43 +104,6 @@ class AddResult:
     count: int = 1
     supersedes: str | None = None  # for 'updated': the id of the memory it replaced (kept as history)
     reason: str | None = None  # for 'updated': what changed, e.g. "time 4pm → 3pm"
-
-# %% ../../../nbs/memory/store/21_agent_view.ipynb #0abf2079
-def _door_unsure(ha, hb) -> bool:
-    "Whether the door linked the pair: one was written beside the other as a possible update the judge was unsure of (chapter 18a)."
-    return (ha.metadata or {}).get("may_update") == hb.id or (hb.metadata or {}).get("may_update") == ha.id
-
-def mark_conflicts(hits: list, vectors: np.ndarray, formed: list, config) -> list:
-    "Mark newer-supersedes-older among `hits` (unit `vectors`, sortable `formed` times): pairs the door was unsure of, and different claims about the same entities."
-    out = []
-    for a in range(len(hits)):
-        for b in range(a + 1, len(hits)):
-            ha, hb = hits[a], hits[b]
-            if _door_unsure(ha, hb):
-                newer, older = (ha, hb) if formed[a] > formed[b] else (hb, ha)
-                newer.supersedes, older.superseded_by = newer.supersedes + (older.id,), older.superseded_by or newer.id
-                out.append({"newer": newer.id, "older": older.id, "similarity": round(float(vectors[a] @ vectors[b]), 4), "kind": newer.kind,
-                            "entities": [], "door": (newer.metadata or {}).get("may_update_reason", "")}); continue
-            if ha.kind != hb.kind or ha.kind not in config.conflict_kinds or not ha.entities or not hb.entities: continue
-            if not entities_overlap(ha.entities, hb.entities): continue
-            sim = float(vectors[a] @ vectors[b])
-            if not config.conflict_similarity <= sim < config.dedupe_threshold: continue
-            newer, older = (ha, hb) if formed[a] > formed[b] else (hb, ha)
-            newer.supersedes = newer.supersedes + (older.id,)
-            if older.superseded_by is None: older.superseded_by = newer.id
-            shared = sorted({e.casefold() for e in ha.entities} & {e.casefold() for e in hb.entities})
-            out.append({"newer": newer.id, "older": older.id, "similarity": round(sim, 4), "kind": ha.kind, "entities": shared})
-    return out
-
-def newer_first(hits: list, conflicts: list) -> list:
-    "Positions of `hits` with the newer of each pair the door was unsure of moved just above the older (issue 36: the stale claim never leads)."
-    order = list(range(len(hits)))
-    pos = {h.id: i for i, h in enumerate(hits)}
-    for c in conflicts:
-        if "door" not in c: continue
-        n, o = order.index(pos[c["newer"]]), order.index(pos[c["older"]])
-        if n > o: order.insert(o, order.pop(n))
-    return order
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #13a0a858
 class Injection(str):
@@ -244,7 +208,8 @@ TOOL_ARGUMENTS = {  # operation -> (JSON Schema properties of its arguments, the
     "history": ({"id": _ID}, ["id"]),
     "inject": ({"query": {"type": "string", "description": "Search now for this (or give search_id)."}, "search_id": _SEARCH_ID,
                 "budget_tokens": {"type": "integer", "minimum": 1, "maximum": 100_000, "default": 300},
-                "header": {"type": "string", "description": "A first line, counted in the budget."}, "k": _K}, []),
+                "header": {"type": "string", "description": "A first line, counted in the budget."}, "k": _K,
+                "as_of": SearchFilter.json_schema()["as_of"]}, []),
     "list": ({"limit": {"type": "integer", "minimum": 1, "maximum": 10_000, "default": 100, "description": "At most this many memories per page."},
               "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Skip this many (the next_offset of the previous page)."},
               "include_retracted": {"type": "boolean", "default": False}, **SearchFilter.json_schema()}, []),
@@ -455,10 +420,11 @@ def history(self: MemoryTools, id: str) -> dict:
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #633f8419
 @patch
 def inject(self: MemoryTools, query: str | None = None, search_id: str | None = None, budget_tokens: int = 300,
-           header: str | None = None, k: int = 5) -> dict:
-    "The injection block for `query` (searched now) or for an earlier `search_id`: {text, ids, tokens, skipped, search_id}."
+           header: str | None = None, k: int = 5, as_of=None) -> dict:
+    "The injection block for `query` (searched now, `as_of` a time: what was true then) or for an earlier `search_id`: {text, ids, tokens, skipped, search_id}."
     if query is not None and search_id is not None: raise ValueError("query, search_id: give one of them, not both")
-    hits = self.hits_of(self.search(query, k=k)["search_id"] if query is not None else search_id)
+    if as_of is not None and query is None: raise ValueError("as_of: only with query (a search_id's search already chose its time)")
+    hits = self.hits_of(self.search(query, k=k, as_of=as_of)["search_id"] if query is not None else search_id)
     block = self.store.inject(hits, budget_tokens, header)
     return {"text": str(block), "ids": list(block.ids), "tokens": block.tokens, "skipped": list(block.skipped),
             "search_id": hits.search_id}
@@ -467,9 +433,10 @@ def inject(self: MemoryTools, query: str | None = None, search_id: str | None = 
 from ..rules.hygiene import to_epoch
 
 def _listed(r: MemoryRecord, flt: SearchFilter) -> bool:
-    "Whether record `r` passes `flt` the way a search narrows: kinds, entities (any, case-insensitive), store, time range, metadata pairs."
+    "Whether record `r` passes `flt` the way a search narrows: kinds, entities (any, case-insensitive), store, time range, metadata pairs, held at `as_of`."
     fold, t = (lambda xs: {x.casefold() for x in xs}), to_epoch(r.timestamp, "timestamp")
-    return ((flt.kinds is None or r.kind in flt.kinds) and (flt.entities is None or bool(fold(flt.entities) & fold(r.entities)))
+    held = flt.as_of is None or (r.status != "retracted" and t <= flt.as_of and (r.valid_to is None or to_epoch(r.valid_to, "valid_to") > flt.as_of))
+    return held and ((flt.kinds is None or r.kind in flt.kinds) and (flt.entities is None or bool(fold(flt.entities) & fold(r.entities)))
             and (flt.store is None or r.store == flt.store) and (flt.since is None or t >= flt.since)
             and (flt.until is None or t <= flt.until) and all(r.metadata.get(k) == v for k, v in (flt.metadata or {}).items()))
 
@@ -478,7 +445,7 @@ def list(self: MemoryTools, limit: int = 100, offset: int = 0, include_retracted
     "A page of stored memories in insertion order, narrowed like search: {total, offset, memories, next_offset (None on the last page)}."
     flt, rest = SearchFilter.from_args(filters)
     if rest: raise unknown_argument(next(iter(rest)), TOOL_ARGUMENTS["list"][0], "list")
-    found = [r for r in self.store.records(include_retracted) if _listed(r, flt)]
+    found = [r for r in self.store.records(include_retracted or flt.as_of is not None) if _listed(r, flt)]
     end = offset + limit
     return {"total": len(found), "offset": offset, "memories": [record_json(r) for r in found[offset:end]],
             "next_offset": end if end < len(found) else None}

@@ -60,8 +60,8 @@ def _link_updates(self: MemoryStore, fresh: list, rev: int, now: float) -> list:
         old = fresh[f["supersedes"][1]] if isinstance(f["supersedes"], tuple) else None
         f["supersedes"] = old["id"] if old is not None else f["supersedes"]
         f["metadata"] = _with_meta(f["metadata"], supersedes=f["supersedes"])
-        if old is not None: old["metadata"] = _with_meta(old["metadata"], superseded_by=f["id"])
-        else: stored.append((f["supersedes"], ("superseded", _with_meta(self._backend.row(f["supersedes"])[12], superseded_by=f["id"]))))
+        if old is not None: old["metadata"] = _with_meta(old["metadata"], superseded_by=f["id"], valid_to=iso(f["created"]))
+        else: stored.append((f["supersedes"], ("superseded", _with_meta(self._backend.row(f["supersedes"])[12], superseded_by=f["id"], valid_to=iso(f["created"])))))
         audit.append((now, f["supersedes"], "supersede", {"by": f["id"], "text": f["text"], "reason": f["reason"]}))
     self._backend.update_many(("status", "metadata"), stored, rev)
     return audit
@@ -176,11 +176,20 @@ def add(self: MemoryStore,
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #19b554a8
 @patch
+def _valid_to(self: MemoryStore, status: str, meta: dict) -> str | None:
+    "When a superseded memory stopped holding (ISO): the `valid_to` its replacement stamped, or (older stores) the replacement's time of formation."
+    if status != "superseded": return None
+    if meta.get("valid_to") is not None: return meta["valid_to"]
+    nxt = self._backend.row(meta["superseded_by"]) if meta.get("superseded_by") else None
+    return iso(nxt.created) if nxt is not None else None
+
+@patch
 def _record(self: MemoryStore, mid: str) -> MemoryRecord:
     r = self._backend.row(mid)
     if r is None: raise KeyError(f"id: no memory {mid!r} in {self.path}")
+    meta = json.loads(r.metadata)
     return MemoryRecord(r.id, r.text, r.kind, r.store, tuple(json.loads(r.entities)), r.importance, r.confidence, r.count, iso(r.created),
-                        iso(r.accessed), r.source, r.status, json.loads(r.metadata))
+                        iso(r.accessed), r.source, r.status, meta, iso(r.created), self._valid_to(r.status, meta))
 
 @patch
 def get(self: MemoryStore, id: str) -> MemoryRecord:
@@ -335,7 +344,7 @@ def session_lift(scores, rows, sessions, beta: float = SESSION_BETA) -> np.ndarr
     return lift
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #029248bf
-from .ranking import SESSION_POOL, best_of_pool, row_sessions, same_fact_lift
+from .ranking import SESSION_POOL, best_of_pool, mark_conflicts, newer_first, row_sessions, same_fact_lift
 
 @patch
 def _pool(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
@@ -384,7 +393,8 @@ def _hit(self: MemoryStore, r: int, rank: int, score: float, rel: float, rec: fl
     ix, c = self._backend.index, self.config
     return Hit(ix.ids[r], ix.texts[r], KIND_NAMES[ix.kind[r]], STORES[ix.store[r]], ix.entities[r],
                round(float(ix.importance[r]), 6), round(float(ix.confidence[r]), 6), int(ix.count[r]),
-               iso(ix.created[r]), iso(ix.accessed[r]), ix.sources[r], "active", json.loads(ix.metadata[r]),
+               iso(ix.created[r]), iso(ix.accessed[r]), ix.sources[r], status := "superseded" if ix.superseded[r] else "active",
+               meta := json.loads(ix.metadata[r]), iso(ix.created[r]), self._valid_to(status, meta),
                score=float(score), relevance=float(rel), recency=float(rec), frozen_relevance=float(cos), rank=rank,
                weights=(c.relevance_weight, c.recency_weight, c.importance_weight))
 
@@ -397,7 +407,8 @@ def search(self: MemoryStore,
            entities=None,  # only memories naming any of these entities
            since=None, until=None,  # only memories formed in this time range
            store: str | None = None,  # only 'episodic' or 'semantic'
-           filters: SearchFilter | dict | None = None,  # the same narrowing as one object (kinds, entities, since, until, store, metadata)
+           as_of=None,  # what was true at this time: memories formed by then and not yet replaced then (superseded ones included)
+           filters: SearchFilter | dict | None = None,  # the same narrowing as one object (kinds, entities, since, until, store, metadata, as_of)
            min_relevance: float | None = None,  # relevance floor; None = config.min_relevance
            touch: bool = False,  # refresh the returned memories' last-access time (reinforcement on use is feedback's job)
            balanced: bool | None = None) -> Hits:  # K/2 candidates per store; None = config.balanced
@@ -405,7 +416,7 @@ def search(self: MemoryStore,
     self._check_open()
     k = check_positive_int(k, "k")
     floor = self.config.min_relevance if min_relevance is None else check_number(min_relevance, "min_relevance", -1, 1)
-    flt, _ = SearchFilter.from_args(dict(filter=filters, kinds=kinds, entities=entities, since=since, until=until, store=store))
+    flt, _ = SearchFilter.from_args(dict(filter=filters, kinds=kinds, entities=entities, since=since, until=until, store=store, as_of=as_of))
     text, q = self._query_vector(query)
     c = self.config
     with self._lock:
@@ -419,8 +430,8 @@ def search(self: MemoryStore,
         order = keep[np.lexsort((keep, -score[keep]))][:k]
         hits = [self._hit(rows[j], rank, score[j], rel[j], rec[j], cosines[j]) for rank, j in enumerate(order, 1)]
         hit_rows = rows[order]
-        conflicts = agent.mark_conflicts(hits, np.asarray(ix.E[hit_rows], np.float32), list(zip(ix.created[hit_rows], hit_rows)), self.config)
-        lead = agent.newer_first(hits, conflicts)  # a claim the door kept beside the one it may update never ranks above it (issue 36)
+        conflicts = mark_conflicts(hits, np.asarray(ix.E[hit_rows], np.float32), list(zip(ix.created[hit_rows], hit_rows)), self.config)
+        lead = newer_first(hits, conflicts)  # a claim the door kept beside the one it may update never ranks above it (issue 36)
         hits, order = [hits[i] for i in lead], order[lead]
         for rank, h in enumerate(hits, 1): h.rank = rank
         if touch and hits and not self.readonly: self._touch([h.id for h in hits], now)

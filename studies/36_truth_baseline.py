@@ -6,7 +6,7 @@
     python studies/36_truth_baseline.py --split heldout       # once, after the rules change
 
 Pairs (nbs/memory/rules/data/truth_pairs.json), per category:
-  judge   judge_change(old, new).is_update, scored against expected == "update" (precision / recall)
+  judge   judge_claims(old, new).is_update (--judge rules: judge_change, the baseline's), scored against expected == "update" (precision / recall)
   door    a fresh store per pair: add(old, kind=old_kind), then add(new, kind=new_kind) (a null kind is omitted: the store
           infers it); the door said "update" when the second AddResult is action 'updated' superseding the first memory.
           Scored twice: without entities (as a bare add) and with entities=["user"] on both (as a chat with a known
@@ -14,7 +14,8 @@ Pairs (nbs/memory/rules/data/truth_pairs.json), per category:
   hidden  distinct or restatement pairs whose old memory was superseded as an update (a restatement may merge);
   d-merge distinct pairs whose new memory was merged into the old one (the new fact survives only as a duplicate's wording);
   u-lost  update pairs whose new memory was merged into the old one (the change is lost);
-  u-both  update pairs where both stay active (the stale fact is still searchable).
+  u-both  update pairs where both stay active (the stale fact is still searchable);
+  u-link  of u-both, the pairs the door was unsure of and linked (may_update): both kept, the newer searched first.
 Chats (nbs/memory/store/data/truth_chats.json): add_messages(messages) into a fresh store (clock: one minute after the
   last message), then per question search(q, k=3): the first hit holding the `current` substring, the first holding
   `stale` but not `current`; "first" = the top hit holds current; "stale above" = a stale hit ranks above every current
@@ -68,11 +69,12 @@ def door(enc, tmp: Path, p: dict, entities) -> dict:
         old = s.get(r1.id)
         found = [h.id for h in s.search(p["old"], k=3)]
         kinds = (old.kind, s.get(r2.id).kind)
+        linked = s.get(r2.id).metadata.get("may_update") == r1.id  # the door was unsure: both kept, the newer searched first
     finally:
         s.close(); shutil.rmtree(path, ignore_errors=True)
     superseded = r2.action == "updated" and r2.supersedes == r1.id
     return dict(action=r2.action, superseded=superseded, merged=r2.action == "merged" and r2.id == r1.id, old_status=old.status,
-                old_found=r1.id in found, similarity=r2.similarity, reason=r2.reason, kinds=kinds)
+                old_found=r1.id in found, similarity=r2.similarity, reason=r2.reason, kinds=kinds, linked=linked)
 
 
 def pr(rows, pred, truth=lambda r: r["expected"] == "update") -> tuple:
@@ -94,17 +96,21 @@ def pair_scores(rows: list, key: str) -> dict:
         out["d_merged"] = sum(r["expected"] == "distinct" and r[key]["merged"] for r in rows)
         out["u_lost"] = sum(r["expected"] == "update" and r[key]["merged"] for r in rows)
         out["u_both"] = sum(r["expected"] == "update" and r[key]["action"] == "inserted" for r in rows)
+        out["u_linked"] = sum(r["expected"] == "update" and r[key].get("linked", False) for r in rows)  # of u_both: kept, newest first
+        out["d_linked"] = sum(r["expected"] != "update" and r[key].get("linked", False) for r in rows)
         out["kind_differs"] = sum(r[key]["kinds"][0] != r[key]["kinds"][1] for r in rows)
     return out
 
 
 def run_pairs(a, enc) -> dict:
     from earmem.memory.rules.updates import judge_change
+    from earmem.memory.rules.claims import judge_claims
+    judge = judge_claims if a.judge == "claims" else judge_change
     pairs = [p for p in json.loads(PAIRS.read_text()) if p["split"] == a.split][: a.limit or None]
     rows, t0 = [], time.time()
     with tempfile.TemporaryDirectory(prefix="truth36-") as tmp:
         for i, p in enumerate(pairs):
-            d = judge_change(p["old"], p["new"])
+            d = judge(p["old"], p["new"])
             rows.append({**p, "judge": dict(action=d.action, update=d.is_update, reason=d.reason),
                          "door": door(enc, Path(tmp), p, None), "door_ent": door(enc, Path(tmp), p, ["user"])})
             if a.progress and (i + 1) % 50 == 0: print(f"  … {i + 1}/{len(pairs)} pairs, {time.time() - t0:.0f} s", file=sys.stderr)
@@ -121,14 +127,14 @@ def print_pairs(res: dict):
     t = res["table"]
     print(f"\nPAIRS ({res['split']}, {t['ALL']['judge']['n']} pairs, {res['seconds']} s)")
     print("                                  |      judge       |  door (no entities)                  |  door (entities=['user'])")
-    print(f"{'category':32s} {'n':>3s} | {'P':>5s} {'R':>5s} {'hid':>3s} | {'P':>5s} {'R':>5s} {'hid':>3s} {'dmrg':>4s} {'ulost':>5s} {'uboth':>5s} {'kind≠':>5s}"
-          f" | {'P':>5s} {'R':>5s} {'hid':>3s} {'dmrg':>4s} {'ulost':>5s} {'uboth':>5s}")
+    print(f"{'category':32s} {'n':>3s} | {'P':>5s} {'R':>5s} {'hid':>3s} | {'P':>5s} {'R':>5s} {'hid':>3s} {'dmrg':>4s} {'ulost':>5s} {'uboth':>5s} {'ulink':>5s} {'kind≠':>5s}"
+          f" | {'P':>5s} {'R':>5s} {'hid':>3s} {'dmrg':>4s} {'ulost':>5s} {'uboth':>5s} {'ulink':>5s}")
     for c, s in t.items():
         j, d, e = s["judge"], s["door"], s["door_ent"]
         if c == "ALL": print("-" * 150)
         print(f"{c:32s} {j['n']:3d} | {fmt(j['precision'])} {fmt(j['recall'])} {j['hidden']:3d} | {fmt(d['precision'])} {fmt(d['recall'])} "
-              f"{d['hidden']:3d} {d['d_merged']:4d} {d['u_lost']:5d} {d['u_both']:5d} {d['kind_differs']:5d} | {fmt(e['precision'])} "
-              f"{fmt(e['recall'])} {e['hidden']:3d} {e['d_merged']:4d} {e['u_lost']:5d} {e['u_both']:5d}")
+              f"{d['hidden']:3d} {d['d_merged']:4d} {d['u_lost']:5d} {d['u_both']:5d} {d.get('u_linked', 0):5d} {d['kind_differs']:5d} | {fmt(e['precision'])} "
+              f"{fmt(e['recall'])} {e['hidden']:3d} {e['d_merged']:4d} {e['u_lost']:5d} {e['u_both']:5d} {e.get('u_linked', 0):5d}")
     rows = res["rows"]
     print("\n  hidden (distinct/restatement superseded as an update), examples:")
     for key in ("door", "door_ent"):
@@ -388,6 +394,8 @@ def print_concurrency(res: dict, partial: bool = False):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split", choices=("tune", "heldout"), default="tune", help="which half of the corpora (default: tune)")
+    ap.add_argument("--judge", choices=("claims", "rules"), default="claims",
+                    help="the judge column: judge_claims (18a, the store's default door judge) or judge_change (18's slot rules, the baseline's)")
     ap.add_argument("--hashing", action="store_true", help="pairs and chats with HashingEncoder(64) instead of the bundled MiniLM")
     ap.add_argument("--only", default="pairs,chats,concurrency", help="comma-separated parts to run (default: all three)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N pairs / chats (a smoke test)")

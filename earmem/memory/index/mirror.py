@@ -13,7 +13,7 @@ import numpy as np
 from fastcore.basics import patch
 from ...core import zscore
 from ...retrievers import lexical_tokens
-from ..rules.hygiene import KIND_CODES, MAX_DEPTH, MAX_METADATA_CHARS, STORES, check_entities, check_kind, iso, json_depth, to_epoch
+from ..rules.hygiene import KIND_CODES, MAX_DEPTH, MAX_METADATA_CHARS, STORES, check_entities, check_kind, check_time, iso, json_depth, to_epoch
 
 # %% auto #0
 __all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'SMALL_SCAN', 'GATHER_CHUNK', 'APPROX_EPS',
@@ -249,8 +249,8 @@ class SearchFilter:
             kinds = [self.kinds] if isinstance(self.kinds, str) else list(self.kinds)
             put("kinds", tuple(dict.fromkeys(check_kind(k, "kinds") for k in kinds)))
         if self.entities is not None: put("entities", check_entities(self.entities, "entities"))
-        for k in ("since", "until", "as_of"):
-            if getattr(self, k) is not None: put(k, to_epoch(getattr(self, k), k))
+        for k in ("since", "until", "as_of"):  # within the times a memory may carry (1900..2200): each can be written as ISO text
+            if getattr(self, k) is not None: put(k, check_time(to_epoch(getattr(self, k), k), k))
         if self.store is not None and self.store not in STORES:
             raise ValueError(f"store: expected one of {STORES}, got {self.store!r}")
         if self.metadata is not None: put("metadata", check_metadata_filter(self.metadata))

@@ -656,7 +656,8 @@ def test_bf16_shortlist_matches_exact_scan(tmp_path, monkeypatch):
 
 # ================================================================================================ the update judge
 # (ported from the research notes on issue #11: every slot type, the standup example, properties, the LLM judge)
-from earmem.memory.rules.updates import Decision, clean_text, judge_change, llm_judge, parse_decision, slots, update_messages
+from earmem.memory.rules.updates import Decision, clean_text, judge_change, slots
+from earmem.memory.rules.llm_judge import llm_judge, parse_decision, update_messages
 
 def update(old, new): return judge_change(old, new).action == "update"
 

@@ -178,3 +178,24 @@ def test_arguments_are_checked():
         with pytest.raises(TypeError, match="fallback: expected a judge"): llm_judge(c, fallback="claims")
         assert llm_judge(c, instructions="   ").instructions is None
     assert [m["role"] for m in update_messages("old", "new")] == ["system", "user"]
+
+
+def test_through_the_store_door(tmp_path):
+    "MemoryStore(judge=llm_judge(...)): the model's update supersedes; with the endpoint down the claim rules keep distinct facts."
+    from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
+    from earmem.memory.store import MemoryStore
+    cfg = StoreConfig(conflict_similarity=0.25, min_relevance=0.0)   # the hashing encoder's cosines are lower than MiniLM's
+    with StubChatServer(answer("update", "the seat changed")) as stub:
+        judge = llm_judge(client(stub.url))
+        with MemoryStore(tmp_path / "up", encoder=HashingEncoder(256), config=cfg, judge=judge) as st:
+            a = st.add("Ines prefers the window seat", "preference", entities=["Ines"])
+            b = st.add("Ines prefers the aisle seat", "preference", entities=["Ines"])
+            assert (b.action, b.supersedes, b.reason) == ("updated", a.id, "the seat changed")
+            assert st.get(a.id).status == "superseded"
+        assert stub.requests and all(r["body"]["response_format"] == RESPONSE_FORMAT for r in stub.requests)
+    judge = llm_judge(client(dead_url()))
+    with MemoryStore(tmp_path / "down", encoder=HashingEncoder(256), config=cfg, judge=judge) as st:
+        a = st.add("Alice ordered 2 pizzas for the Friday party", "fact", entities=["Alice"])
+        b = st.add("Alice ordered 3 salads for the Friday party", "fact", entities=["Alice"])
+        assert (b.action, b.supersedes, judge.failures) == ("inserted", None, 1)
+        assert [st.get(m.id).status for m in (a, b)] == ["active", "active"]

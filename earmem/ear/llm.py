@@ -72,12 +72,17 @@ def __repr__(self: ChatClient):
 
 # %% ../../nbs/ear/06_llm.ipynb #dc6b7f7e
 @patch
-def _body(self: ChatClient, messages: list) -> dict:
-    "The request body: model, messages, and the optional sampling fields."
+def _body(self: ChatClient, messages: list, response_format: dict | None = None) -> dict:
+    "The request body: model, messages, the optional sampling fields, `extra_body`, and this call's `response_format`."
     body = {"model": self.model, "messages": messages}
     if self.temperature is not None: body["temperature"] = self.temperature
     if self.max_tokens is not None: body["max_tokens"] = self.max_tokens
-    return {**body, **self.extra_body}
+    body.update(self.extra_body)
+    if response_format is not None:
+        if not isinstance(response_format, dict):
+            raise TypeError(f"response_format: expected a dict such as {{'type': 'json_object'}}, got {type(response_format).__name__}")
+        body["response_format"] = response_format
+    return body
 
 # %% ../../nbs/ear/06_llm.ipynb #518fb9ae
 @patch
@@ -128,9 +133,11 @@ def _http_error(self: ChatClient, e: urllib.error.HTTPError, last: bool) -> bool
 
 # %% ../../nbs/ear/06_llm.ipynb #590882a8
 @patch
-def chat(self: ChatClient, messages: Sequence[dict]) -> str:
+def chat(self: ChatClient, messages: Sequence[dict],
+         response_format: dict | None = None,  # this call's output format, e.g. {"type": "json_schema", "json_schema": {...}}
+        ) -> str:
     "Send `messages` ([{'role', 'content'}, …]) and return the assistant's reply text."
-    data = json.dumps(self._body(_check_messages(messages))).encode("utf-8")
+    data = json.dumps(self._body(_check_messages(messages), response_format)).encode("utf-8")
     for attempt in range(self.retries + 1):
         last = attempt == self.retries
         try: raw = self._post(data)

@@ -35,3 +35,93 @@ def test_llm_extractor_over_a_fake_client(tmp_path):
         assert fake.calls == 1
         assert [(x.action, k) for x, _, k in r.memories] == [("inserted", "fact"), ("updated", "fact")]
         assert st.get(r.memories[1][0].id).metadata["extracted_by"] == "llm"
+
+
+# ---- relative dates (issue 36): every phrase class × message times at month ends, a leap day, a year end and a Sunday ----
+from datetime import datetime, timedelta, timezone
+import pytest
+from dateutil.relativedelta import relativedelta
+from dateutil.rrule import DAILY, rrule
+from hypothesis import given, settings, strategies as hs
+from earmem.memory.store.chat import resolve_dates
+
+TIMES = ["2026-01-31T09:00:00", "2026-03-31T23:30:00", "2024-02-29T12:00:00", "2025-12-31T18:00:00", "2026-03-01T08:00:00", "2026-11-30T10:00:00"]
+WORDS = {1: "one", 2: "two", 3: "three", 7: "seven", 12: "twelve"}
+MONTHS = "January February March April May June July August September October November December".split()
+WEEKDAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
+day = lambda d: f"on {d.date().isoformat()}"
+ym = lambda d: f"in {d.year:04d}-{d.month:02d}"
+
+
+def monday(d): return d - timedelta(days=d.weekday())
+
+
+def expected(w: datetime) -> list:
+    "(phrase, resolved) pairs computed from dateutil and rrule, independently of the chapter's code."
+    out = [("today", day(w)), ("tomorrow", day(w + relativedelta(days=1))), ("yesterday", day(w - relativedelta(days=1))),
+           ("the day before yesterday", day(w - relativedelta(days=2))), ("the day after tomorrow", day(w + relativedelta(days=2))),
+           ("last week", f"the week of {monday(w - timedelta(weeks=1)).date()}"), ("next week", f"the week of {monday(w + timedelta(weeks=1)).date()}"),
+           ("last month", ym(w - relativedelta(months=1))), ("next month", ym(w + relativedelta(months=1))),
+           ("last year", f"in {w.year - 1}"), ("next year", f"in {w.year + 1}"), ("a week ago", day(w - timedelta(days=7)))]
+    sat = w - timedelta(days=1) if w.weekday() == 6 else list(rrule(DAILY, dtstart=w, count=7, byweekday=5))[0]
+    out.append(("this weekend", f"the weekend of {sat.date()}"))
+    for n in (1, 2, 3, 7, 12):
+        for said in (str(n), WORDS[n]):
+            out += [(f"{said} days ago", day(w - relativedelta(days=n))), (f"{said} weeks ago", day(w - relativedelta(weeks=n))),
+                    (f"{said} months ago", ym(w - relativedelta(months=n))), (f"{said} years ago", f"in {w.year - n}"),
+                    (f"in {said} days", day(w + relativedelta(days=n))), (f"in {said} months", ym(w + relativedelta(months=n)))]
+    for i, wd in enumerate(WEEKDAYS):
+        nxt = list(rrule(DAILY, dtstart=w + timedelta(days=1), count=7, byweekday=i))[0]
+        last = list(rrule(DAILY, dtstart=w - timedelta(days=7), count=7, byweekday=i))[0]
+        out += [(f"next {wd}", day(nxt)), (f"last {wd}", day(last)), (f"on {wd}", day(nxt))]
+    for m, name in enumerate(MONTHS, 1):
+        coming = [d for d in (datetime(w.year + y, m, 1) for y in (0, 1)) if (d.year, d.month) >= (w.year, w.month)][0]
+        after = [d for d in (datetime(w.year + y, m, 1) for y in (0, 1)) if (d.year, d.month) > (w.year, w.month)][0]
+        before = [d for d in (datetime(w.year + y, m, 1) for y in (0, -1)) if (d.year, d.month) < (w.year, w.month)][0]
+        out += [(f"in {name}", ym(coming)), (f"next {name}", ym(after)), (f"last {name}", ym(before))]
+    return out
+
+
+TABLE = [(t, p, r) for t in TIMES for p, r in expected(datetime.fromisoformat(t))]
+
+
+@pytest.mark.parametrize("t,phrase,resolved", TABLE, ids=[f"{t[:10]}-{p.replace(' ', '_')}" for t, p, _ in TABLE])
+def test_every_relative_date_class_resolves_against_the_message_time(t, phrase, resolved):
+    at = datetime.fromisoformat(t).replace(tzinfo=timezone.utc).timestamp()
+    assert resolve_dates(f"We will meet the team {phrase}, Peter March said", at) == f"We will meet the team {resolved}, Peter March said"
+
+
+def test_the_resolved_form_keeps_the_sentence_grammatical():
+    at = datetime(2026, 12, 2, 9, tzinfo=timezone.utc).timestamp()
+    assert resolve_dates("I was in Rome last week", at) == "I was in Rome the week of 2026-11-23"
+    assert resolve_dates("The move was postponed until next month", at) == "The move was postponed until 2027-01"
+    assert resolve_dates("We moved here in March and may stay; Peter March came last Friday", at) == \
+        "We moved here in March and may stay; Peter March came on 2026-11-27"   # past 'in March' left as said
+
+
+PHRASES = ["today", "tomorrow", "the day before yesterday", "last week", "next month", "3 days ago", "two weeks ago", "in 5 months",
+           "a week ago", "last Friday", "next Monday", "on Sunday", "this weekend", "in March", "next May", "last June", "this April",
+           "last year", "in twelve years", "we will", "I'm going", "Peter March", "may", "the", "in", "on", "since", "until",
+           "2027", "3", "days", "ago", "'s", ",", "."]
+HARMLESS = ["Peter", "March", "May", "may", "week", "month", "year", "days", "weekend", "the", "day", "before", "after", "Monday",
+            "3", "2027", "will", "we", "I'm", "room", "Berlin", "moved", "to", "at", "4pm", ",", "."]   # no anchor: in/on/next/last/this/ago/today …
+when = hs.floats(min_value=0, max_value=4102444800)   # 1970 – 2100
+
+
+@settings(max_examples=300, deadline=None)
+@given(hs.lists(hs.sampled_from(PHRASES), max_size=12).map(" ".join), when)
+def test_resolving_is_idempotent(text, at):
+    once = resolve_dates(text, at)
+    assert resolve_dates(once, at) == once
+
+
+@settings(max_examples=300, deadline=None)
+@given(hs.one_of(hs.text(max_size=80), hs.lists(hs.sampled_from(PHRASES), max_size=12).map(" ".join)), when)
+def test_resolving_never_raises(text, at):
+    assert isinstance(resolve_dates(text, at), str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(hs.lists(hs.sampled_from(HARMLESS), max_size=14).map(" ".join), when)
+def test_text_without_a_date_phrase_is_untouched(text, at):
+    assert resolve_dates(text, at) == text

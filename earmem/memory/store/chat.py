@@ -6,8 +6,9 @@
 from __future__ import annotations
 import json, re
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Protocol
+from dateutil.relativedelta import MO, SA, relativedelta, weekday
 from fastcore.basics import patch
 from ...ear.llm import _json_objects, _safe_json
 from ..rules.hygiene import KINDS, is_chatter, iso, to_epoch
@@ -46,27 +47,55 @@ def check_messages(messages, timestamp=None, now: float = 0.0) -> list:
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #57652f0c
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
+_MONTHS = "January February March April May June July August September October November December".split()
+_NUMBERS = {w: i for i, w in enumerate("one two three four five six seven eight nine ten eleven twelve".split(), 1)} | {"a": 1, "an": 1}
 _PREP = re.compile(r"\b(?:on|for|by|until|till|to|from|before|after|since)\s*$", re.I)
-_RELATIVE = re.compile(r"\b(?:(?P<simple>today|tonight|tomorrow|yesterday)|in\s(?P<n>\d+|a|one|two|three)\s(?P<u>days?|weeks?)|"
-                       r"(?:(?P<rel>next|this|on)\s)(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b", re.I)
+_N = r"(?<![-./:])(?:\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"   # 1–3 digits, not inside a date: 'in 2027 days', '2026-01-01 days ago' are no phrases
+_WD = "|".join(_WEEKDAYS)
+_RELATIVE = re.compile(
+    r"\b(?:the\sday\s(?P<around>before\syesterday|after\stomorrow)|(?P<simple>today|tonight|tomorrow|yesterday)|"
+    r"(?P<ago_n>" + _N + r")\s(?P<ago_u>day|week|month|year)s?\sago|in\s(?P<in_n>" + _N + r")\s(?P<in_u>day|week|month|year)s?|"
+    r"(?P<span_rel>last|next)\s(?P<span>week|month|year)|(?P<weekend>this\sweekend)|"
+    r"(?P<rel>next|last|this|on)\s(?P<wd>" + _WD + r")|"
+    r"(?P<mrel>in|next|last|this)\s(?P<month>(?-i:" + "|".join(_MONTHS) + r"))(?!\s*\d+(?:st|nd|rd|th)?\b(?!\s(?:day|week|month|year)s?\b)))\b(?!['’])", re.I)
+_PLAN = re.compile(r"\b(?:will|shall|going\sto|gonna|plan(?:s|ning)?\sto|want(?:s)?\sto|hope(?:s)?\sto|intend(?:s)?\sto|"
+                   r"(?:am|is|are)\s\w+ing|\w+['’](?:ll|m|re)\s\w+ing|\w+['’]ll)\b", re.I)   # 'we'll', 'I'm flying': said of the future
 
-def _day(m: re.Match, when: datetime) -> datetime:
-    "The day a relative-date match points at, seen from `when`."
+def _when(m: re.Match, when: datetime, plan: bool) -> tuple | None:
+    "(granularity, date) a relative-date match points at, seen from `when`: 'day', 'week' (its Monday), 'weekend' (its Saturday), 'month' or 'year'; None to leave it as said."
     g = {k: (v or "").casefold() for k, v in m.groupdict().items()}
-    if g["simple"]: return when + timedelta(days={"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}[g["simple"]])
-    if g["n"]:
-        n = {"a": 1, "one": 1, "two": 2, "three": 3}.get(g["n"]) or int(g["n"])
-        return when + timedelta(days=n * (7 if g["u"].startswith("week") else 1))
-    ahead = (_WEEKDAYS.index(g["wd"]) - when.weekday()) % 7 or 7
-    return when + timedelta(days=ahead)
+    num = lambda s: _NUMBERS.get(s) or int(s)
+    if g["around"]: return "day", when + relativedelta(days=-2 if g["around"].startswith("before") else 2)
+    if g["simple"]: return "day", when + relativedelta(days={"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}[g["simple"]])
+    if g["ago_n"] or g["in_n"]:
+        n, unit = (-num(g["ago_n"]), g["ago_u"]) if g["ago_n"] else (num(g["in_n"]), g["in_u"])
+        return ("day" if unit in ("day", "week") else unit), when + relativedelta(**{unit + "s": n})
+    if g["span"]:
+        step = relativedelta(**{g["span"] + "s": 1 if g["span_rel"] == "next" else -1})
+        return g["span"], when + step + (relativedelta(weekday=MO(-1)) if g["span"] == "week" else relativedelta())
+    if g["weekend"]: return "weekend", when + (relativedelta(days=-1) if when.weekday() == 6 else relativedelta(weekday=SA))
+    if g["wd"]:
+        wd = weekday(_WEEKDAYS.index(g["wd"]))
+        return "day", when + (relativedelta(days=-1, weekday=wd(-1)) if g["rel"] == "last" else relativedelta(days=1, weekday=wd(+1)))
+    month, rel = _MONTHS.index(m["month"]) + 1, g["mrel"]
+    if rel == "in" and not plan: return None  # 'I moved here in May': past or future is not known, so left as said
+    year = when.year + {"this": 0, "in": month < when.month, "next": month <= when.month, "last": -(month >= when.month)}[rel]
+    return "month", when.replace(year=year, month=month, day=1)
+
+def _written(kind: str, day: datetime, after_prep: bool) -> str:
+    "The resolved form: 'on 2026-03-05' (the date alone after a preposition), 'the week of <Monday>', 'the weekend of <Saturday>', 'in 2026-03', 'in 2026'."
+    if kind in ("week", "weekend"): return f"the {kind} of {day.date().isoformat()}"
+    value = {"day": day.date().isoformat(), "month": f"{day.year:04d}-{day.month:02d}", "year": f"{day.year:04d}"}[kind]
+    return value if after_prep else f"{'on' if kind == 'day' else 'in'} {value}"
 
 def resolve_dates(text: str, at: float) -> str:
-    "`text` with relative dates written as ISO dates, seen from Unix time `at`."
-    when = datetime.fromtimestamp(at, tz=timezone.utc)
+    "`text` with relative dates written as ISO dates, months and years, seen from Unix time `at` (UTC); anything else untouched."
+    when, plan = datetime.fromtimestamp(at, tz=timezone.utc), bool(_PLAN.search(text))
     def put(m):
-        day = _day(m, when).date().isoformat()
-        if (m.group("rel") or "").casefold() == "on": return f"on {day}"
-        return day if _PREP.search(text[:m.start()]) else f"on {day}"
+        got = _when(m, when, plan)
+        if got is None: return m.group(0)
+        if (m.group("rel") or "").casefold() == "on": return _written(*got, False)  # 'on Monday' → 'on 2026-03-09'
+        return _written(*got, bool(_PREP.search(text[:m.start()])))
     return _RELATIVE.sub(put, text)
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #ec342468

@@ -125,3 +125,49 @@ def test_resolving_never_raises(text, at):
 @given(hs.lists(hs.sampled_from(HARMLESS), max_size=14).map(" ".join), when)
 def test_text_without_a_date_phrase_is_untouched(text, at):
     assert resolve_dates(text, at) == text
+
+
+# ---- "I meant X" corrections (issue 36): the speaker's latest claim with one value of X's type, else stored as said ----
+MEANT = [  # (claim, correction, the claim it becomes or None: stored as said)
+    ("I live in Berlin.", "Actually I meant Munich", "Dana lives in Munich"),
+    ("The standup is at 4pm.", "Sorry, I meant 3pm", "The standup is at 3pm"),
+    ("The review is on Monday.", "I meant Tuesday, not Monday", "The review is on 2026-03-10"),   # weekdays as dated
+    ("The design review is on Monday.", "Oops, I meant Thursday.", "The design review is on 2026-03-05"),
+    ("I have 3 cats.", "Correction: 4", "Dana has 4 cats"),
+    ("My manager is Sarah.", "I meant Priya", "Dana's manager is Priya"),
+    ("The budget is $400.", "Actually I meant $450", "The budget is $450"),
+    ("My flight is on May 3.", "I meant May 5", "Dana's flight is on May 5"),
+    ("I live in Berlin and work in Paris.", "Actually I meant Munich", None),      # two places: which one?
+    ("I live in Berlin.", "Sorry, I meant 4pm", None),                             # no time to correct
+    ("The standup is at 4pm.", "I meant to call you", None),                      # no value at all
+    ("The standup is at 4pm on Monday.", "I meant 5pm on Tuesday", None),          # two values: not one slot
+    ("I prefer tea.", "Actually I meant Munich", None),                            # nothing of that type
+    ("The standup is every Monday.", "I meant Tuesday", "The standup is every Tuesday"),   # a weekday kept as said
+]
+
+
+@pytest.mark.parametrize("claim,fix,becomes", MEANT)
+def test_i_meant_corrections_land_only_when_unambiguous(tmp_path, claim, fix, becomes):
+    with MemoryStore(tmp_path / "s", encoder=HashingEncoder(256), config=StoreConfig(min_relevance=-1.0)) as st:
+        r = st.add_messages([{"role": "user", "name": "Dana", "content": claim}, {"role": "assistant", "content": "Noted."},
+                             {"role": "user", "name": "Dana", "content": fix}], session="s", timestamp="2026-03-04T09:00:00Z")
+        first, last = r.memories[0], r.memories[-1]
+        if becomes is None:
+            assert (last[0].action, last[2]) == ("inserted", "correction") and st.get(first[0].id).status == "active"
+        else:
+            assert (last[0].action, last[1], last[0].supersedes) == ("updated", becomes, first[0].id)
+            assert st.get(first[0].id).status == "superseded"
+
+
+def test_i_meant_corrects_its_own_speaker_only(tmp_path):
+    with MemoryStore(tmp_path / "s", encoder=HashingEncoder(256), config=StoreConfig(min_relevance=-1.0)) as st:
+        r = st.add_messages([{"role": "user", "name": "Dana", "content": "I live in Berlin."},
+                             {"role": "user", "name": "Sam", "content": "Actually I meant Munich"}], timestamp="2026-03-04")
+        assert [(x.action, k) for x, _, k in r.memories] == [("inserted", "fact"), ("inserted", "correction")]
+
+
+def test_the_issue_example_i_meant_munich_supersedes_berlin(tmp_path):
+    with MemoryStore(tmp_path / "s", encoder=HashingEncoder(256), config=StoreConfig(min_relevance=-1.0)) as st:
+        r = st.add_messages([{"role": "user", "content": "I live in Berlin."}, {"role": "user", "content": "Actually I meant Munich"}])
+        assert [(x.action, t) for x, t, _ in r.memories] == [("inserted", "I live in Berlin"), ("updated", "I live in Munich")]
+        assert st.get(r.memories[0][0].id).metadata["superseded_by"] == r.memories[1][0].id

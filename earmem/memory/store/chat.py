@@ -12,7 +12,7 @@ from dateutil.relativedelta import MO, SA, relativedelta, weekday
 from fastcore.basics import patch
 from ...ear.llm import _json_objects, _safe_json
 from ..rules.hygiene import KINDS, is_chatter, iso, to_epoch
-from ..rules.updates import _fresh, slots
+from ..rules.updates import _fresh, _slots, slots
 from ..rules.claims import judge_claims
 from ..rules.hygiene import normalise_item
 from .agent_view import AddResult
@@ -108,6 +108,7 @@ _I_VERB = re.compile(r"\bI\s((?:(?:just|really|also|always|never|usually|often|s
 def _third_person(verb: str) -> str:
     "'prefer' → 'prefers', 'go' → 'goes', 'study' → 'studies'; past forms and auxiliaries unchanged."
     if verb in _AUX or verb.endswith("ed") or verb.endswith("s"): return verb
+    if verb in ("have", "be"): return {"have": "has", "be": "is"}[verb]
     if re.search(r"(?:sh|ch|x|o|z)$", verb): return verb + "es"
     if re.search(r"[^aeiou]y$", verb): return verb[:-1] + "ies"
     return verb + "s"
@@ -130,14 +131,33 @@ _TRAILER = re.compile(r",?\s(?:by the way|btw|though|I think|please)\s*[.!]?$", 
 _OPENER = re.compile(r"^(?:(?:oh|ok|okay|so|btw|by the way|also|and|well|hey|um|fyi|actually|sorry|no)\b[,!.]?\s*)+", re.I)
 _REPLACE = re.compile(r"(?P<new>[\w:.$€£]+)\s*,?\s*not\s(?P<old>[\w:.$€£]+)|\bnot\s(?P<old2>[\w:.$€£]+)\s*,?\s*(?:but|it's|it is)\s(?P<new2>[\w:.$€£]+)", re.I)
 
+_MEANT = re.compile(r"\b(?:I\smeant|correction\s*:)\s+(?P<new>[^,;!?]+?)\s*[.!]*$", re.I)
+_NOT_VALUES = {"to", "that", "it", "this", "the", "a", "an", "what", "you", "we", "he", "she", "they", "i", "was", "is", "so", "as"}
+
+def _value_type(value: str) -> str | None:
+    "The one slot type of a bare value ('4pm' → 'time', 'Tuesday' → 'weekday', '42' → 'quantity'), 'name' for capitalised words ('Munich'), else None."
+    words = value.split()
+    if not 0 < len(words) <= 4 or words[0].casefold() in _NOT_VALUES: return None
+    found = [k for k, v in _slots(value, value).items() if k not in ("negation", "name") for _ in v]
+    if len(found) == 1: return found[0]
+    return "name" if not found and all(w[:1].isupper() and w.isalpha() for w in words) else None
+
 def _replacement(text: str) -> tuple | None:
-    "(old value, new value) of a correction such as 'it's 3pm not 4pm' or 'not 4pm but 3pm'."
+    "(old value, new value) of a correction such as 'it's 3pm not 4pm' or 'not 4pm but 3pm'; (None, new) for 'I meant Munich' / 'correction: 4pm'."
     m = _REPLACE.search(text)
-    if m is None: return None
+    if m is None:
+        meant = _MEANT.search(text)
+        return (None, meant["new"]) if meant and _value_type(meant["new"]) else None   # 'I meant to call you' is no value
     old, new = (m["old"], m["new"]) if m["old"] else (m["old2"], m["new2"])
     return old.strip(".,;"), new.strip(".,;")
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #81f07cbf
+def _dated(value: str | None, at: float) -> str | None:
+    "A corrected value as a claim of that message reads it after `resolve_dates`: 'Monday' → '2026-03-09' (else `value` as it is)."
+    if value is None: return None
+    out = resolve_dates(f"on {value}", at)
+    return out[3:] if out != f"on {value}" and out.startswith("on ") else value
+
 @dataclass
 class RuleExtractor:
     "The offline `Extractor`: sentence rules (`infer_kind`), openers stripped, dates and the speaker resolved."
@@ -161,8 +181,10 @@ class RuleExtractor:
                 if kind is None or not s: continue
                 text = resolve_speaker(resolve_dates(s, m["at"]), m["speaker"])
                 about_speaker = m["speaker"] is not None and text != resolve_dates(s, m["at"])
+                rep = _replacement(s) if kind == "correction" else None
+                dated = tuple(_dated(v, m["at"]) for v in rep) if rep else None   # 'Monday' as the claim now says it: '2026-03-09'
                 out.append(dict(text=text, kind=kind, entities=[m["speaker"]] if about_speaker else [], turn=m["turn"],
-                                replace=_replacement(s) if kind == "correction" else None))
+                                replace=rep, **({"dated": dated} if dated != rep else {})))
         return out
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #d86ed969
@@ -222,13 +244,35 @@ def _swap(text: str, old: str, new: str) -> str | None:
     rx = re.compile(rf"(?<![\w]){re.escape(old)}(?![\w])", re.I)
     return rx.sub(new, text, count=1) if rx.search(text) else None
 
+def _typed_values(text: str, kind: str, other: str, skip=()) -> list:
+    "Surfaces of the values of slot type `kind` in `text` (names read against `other`; names in `skip`, such as the speaker, left out)."
+    skip = {w.casefold() for s in skip for w in s.split()}
+    return [v for c, v in _slots(text, other).get(kind, {}).items() if not (kind == "name" and c in skip)]
+
+def _meant(cand: dict, earlier: list, new: str) -> tuple:
+    "For 'I meant X' (`replace = (None, X)`): (the rewritten earlier claim, its id), or (None, None). The speaker's latest claim with a value of X's type must hold exactly one."
+    kind = _value_type(new)
+    for prev in reversed(earlier):
+        if prev.get("who") != cand.get("who") or prev["kind"] == "correction": continue
+        found = _typed_values(prev["text"], kind, new, prev.get("entities") or ())
+        if not found: continue
+        text = _checked_swap(prev["text"], found[0], new) if len(found) == 1 else None   # two places: which one? stored as said
+        return ({**cand, "text": text, "kind": prev["kind"], "entities": prev.get("entities", [])}, prev["id"]) if text else (None, None)
+    return None, None
+
 @patch
 def _corrected(self: MemoryStore, cand: dict, earlier: list) -> tuple:
     "(the candidate a correction becomes, the id it corrects): the corrected earlier claim (this conversation's, else the store's), or (itself, None)."
+    for old, new in [cand["replace"]] + ([cand["dated"]] if cand.get("dated") else []):   # as said, then as dated ('Monday' → '2026-03-09')
+        if old is None:  # 'I meant X': only against this call's claims of the same speaker
+            got, prev_id = _meant(cand, earlier, new)
+            if got: return got, prev_id
+            continue
+        for prev in reversed(earlier):
+            if prev["kind"] != "correction" and (text := _checked_swap(prev["text"], old, new)):
+                return {**cand, "text": text, "kind": prev["kind"], "entities": prev.get("entities", [])}, prev["id"]
     old, new = cand["replace"]
-    for prev in reversed(earlier):
-        if prev["kind"] != "correction" and (text := _checked_swap(prev["text"], old, new)):
-            return {**cand, "text": text, "kind": prev["kind"], "entities": prev.get("entities", [])}, prev["id"]
+    if old is None: return cand, None
     for h in self.search(f"{cand['text']} {old}", k=5, kinds=["observation", "fact", "decision", "preference"]):
         if (text := _checked_swap(h.text, old, new)): return {**cand, "text": text, "kind": h.kind, "entities": list(h.entities)}, h.id
     return cand, None  # no rewrite that checks out: the correction is stored as said, and the door's judge reads it (18a)
@@ -320,5 +364,7 @@ def add_messages(self: MemoryStore,
     if ex is None: return result
     episode_of = {it["metadata"]["turn"]: r.id for it, r in zip(items, result.episodes)}
     at = {it["metadata"]["turn"]: it["timestamp"] for it in items}
-    result.memories = self._write_claims(ex(msgs), episode_of, session, at, getattr(ex, "name", type(ex).__name__))
+    who = {m["turn"]: m["speaker"] or m["role"] for m in msgs}  # whose claim: 'I meant X' corrects its own speaker's
+    cands = [{**c, "who": who.get(c.get("turn"))} for c in ex(msgs)]
+    result.memories = self._write_claims(cands, episode_of, session, at, getattr(ex, "name", type(ex).__name__))
     return result

@@ -171,3 +171,34 @@ def test_the_issue_example_i_meant_munich_supersedes_berlin(tmp_path):
         r = st.add_messages([{"role": "user", "content": "I live in Berlin."}, {"role": "user", "content": "Actually I meant Munich"}])
         assert [(x.action, t) for x, t, _ in r.memories] == [("inserted", "I live in Berlin"), ("updated", "I live in Munich")]
         assert st.get(r.memories[0][0].id).metadata["superseded_by"] == r.memories[1][0].id
+
+
+# ---- a corrected raw turn never outranks its correction (issue 36) ----
+def _corrected_chat(st, first="I live in Berlin.", fix="Actually I meant Munich"):
+    return st.add_messages([{"role": "user", "content": first}, {"role": "assistant", "content": "Nice city!"},
+                            {"role": "user", "content": fix}], session="s", timestamp="2026-03-04T09:00:00Z")
+
+
+def test_the_correction_leads_its_raw_turn_with_the_default_encoder(tmp_path):
+    with MemoryStore(tmp_path / "s") as st:   # the bundled MiniLM, the default config
+        r = _corrected_chat(st)
+        claim, turn = r.memories[-1][0].id, r.episodes[0].id
+        assert st.get(turn).metadata["corrected_by"] == claim
+        hits = st.search("where does the user live", k=3)
+        assert hits.ids[0] == claim and hits[0].text == "I live in Munich"
+        block = st.inject(hits, budget_tokens=300)
+        assert block.index("I live in Munich") < block.index("I live in Berlin")
+
+
+@pytest.mark.parametrize("first,fix,query", [("The standup is at 4pm.", "Actually, it's 3pm not 4pm.", "standup time"),
+                                              ("I live in Berlin.", "Actually I meant Munich", "where do I live"),
+                                              ("My flight is on May 3.", "Sorry, I meant May 5", "when is my flight")])
+def test_the_correction_precedes_its_raw_turn_in_search_and_inject(tmp_path, first, fix, query):
+    with MemoryStore(tmp_path / "s", encoder=HashingEncoder(256), config=StoreConfig(min_relevance=-1.0)) as st:
+        r = _corrected_chat(st, first, fix)
+        claim, turn = r.memories[-1][0].id, r.episodes[0].id
+        assert r.memories[-1][0].action == "updated"
+        ids = st.search(query, k=3, kinds=["episode", "fact"]).ids
+        assert claim in ids and (turn not in ids or ids.index(claim) < ids.index(turn)), ids
+        block = st.inject(st.search(query, k=3), budget_tokens=300)
+        assert turn not in block.ids or block.ids.index(claim) < block.ids.index(turn)

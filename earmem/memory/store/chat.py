@@ -5,6 +5,7 @@
 # %% ../../../nbs/memory/store/23b_chat.ipynb #8f101472
 from __future__ import annotations
 import json, re
+import numpy as np
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
@@ -20,7 +21,7 @@ from .operations import MemoryStore, infer_kind
 
 # %% auto #0
 __all__ = ['EXTRACT_SYSTEM', 'check_messages', 'resolve_dates', 'resolve_speaker', 'Extractor', 'RuleExtractor', 'LLMExtractor',
-           'ChatResult']
+           'corrections_first', 'ChatResult']
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #2e3bf67e
 def _speaker(m: dict, where: str) -> str | None:
@@ -280,15 +281,42 @@ def _corrected(self: MemoryStore, cand: dict, earlier: list) -> tuple:
 # %% ../../../nbs/memory/store/23b_chat.ipynb #b38706a3
 @patch
 def _write_correction(self: MemoryStore, item: dict, old_id: str) -> AddResult:
-    "Write the corrected claim `item` as a successor of memory `old_id` when the judge calls the pair an update (else a plain add)."
+    "Write the corrected claim `item` as a successor of memory `old_id` when the judge calls the pair an update (else a plain add); the turn the old claim came from is marked corrected."
     old = self.get(old_id)
     decision = self.judge(old.text, item["text"]) if old.status == "active" else None
     if decision is None or not decision.is_update: return self.add_many([item])[0]
     now = self.clock()
     fresh = _fresh(normalise_item(item, "", now, {}), self._encode([item["text"]])[0])
     fresh.update(supersedes=old_id, reason=decision.reason)
-    with self._write() as rev: self._write_batch(fresh := [fresh], {}, set(), rev, now)
+    with self._write() as rev:
+        self._write_batch(fresh := [fresh], {}, set(), rev, now)
+        self._mark_corrected(old.metadata.get("from_turn"), fresh[0]["id"], rev)
     return AddResult(fresh[0]["id"], "updated", None, 1, old_id, decision.reason)
+
+@patch
+def _mark_corrected(self: MemoryStore, episode_id: str | None, by: str, rev: int):
+    "Mark the raw turn `episode_id` (inside `_write`) as `corrected_by` the claim `by`: search never places it above that claim."
+    row = self._backend.row(episode_id) if episode_id else None
+    if row is None or row.status != "active": return
+    self._backend.update_many(("metadata",), [(episode_id, (json.dumps({**json.loads(row.metadata), "corrected_by": by}, sort_keys=True),))], rev)
+
+# %% ../../../nbs/memory/store/23b_chat.ipynb #36b3c002
+def corrections_first(ids: list, metadata: list, order: list, k: int) -> list:
+    "`order` (positions among candidates with `ids` and JSON `metadata`) with the claim that corrected a raw turn (its `corrected_by`) just above that turn; at most `k`."
+    at, out = {mid: j for j, mid in enumerate(ids)}, [int(j) for j in order]
+    for j in list(out):
+        if "corrected_by" not in metadata[j]: continue   # most turns: no JSON to read
+        c = at.get(json.loads(metadata[j]).get("corrected_by"))
+        if c is None or (c in out and out.index(c) < out.index(j)): continue
+        if c in out: out.remove(c)
+        out.insert(out.index(j), c)
+    return out[:k]
+
+@patch
+def _order_candidates(self: MemoryStore, rows, order, k: int):
+    "Chapter 23's hook in `search`: `corrections_first` over the candidate rows of the backend's index."
+    ix = self._backend.index
+    return np.asarray(corrections_first([ix.ids[r] for r in rows], [ix.metadata[r] for r in rows], order, k), dtype=np.int64)
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #2b3ea1e5
 @dataclass

@@ -202,3 +202,34 @@ def test_the_correction_precedes_its_raw_turn_in_search_and_inject(tmp_path, fir
         assert claim in ids and (turn not in ids or ids.index(claim) < ids.index(turn)), ids
         block = st.inject(st.search(query, k=3), budget_tokens=300)
         assert turn not in block.ids or block.ids.index(claim) < block.ids.index(turn)
+
+
+# ---- batch ingestion (issue 36): one encode call, one transaction per add_messages, the same outcomes ----
+def test_one_add_messages_call_encodes_once_and_commits_once(tmp_path):
+    with MemoryStore(tmp_path / "s", encoder=HashingEncoder(256), config=StoreConfig(min_relevance=-1.0)) as st:
+        calls = {"encode": 0, "write": 0}
+        encode, write = st._encode, st._write
+        def counted_encode(*a, **kw): calls["encode"] += 1; return encode(*a, **kw)
+        def counted_write(*a, **kw): calls["write"] += 1; return write(*a, **kw)
+        st._encode, st._write = counted_encode, counted_write
+        chat = [{"role": "user", "name": "Dana", "content": f"The locker of team T{i:03d} is number {i}."} for i in range(50)]
+        chat += [{"role": "user", "name": "Dana", "content": "The team standup is at 4pm."},
+                 {"role": "user", "name": "Dana", "content": "The team standup moved to 5pm."},      # an update within the call
+                 {"role": "user", "name": "Dana", "content": "Actually, it's 6pm not 5pm."}]         # a correction of it
+        r = st.add_messages(chat, session="s", timestamp="2026-03-04T09:00:00Z")
+        assert calls == {"encode": 1, "write": 1}
+        acts = [x.action for x, _, _ in r.memories]
+        assert acts[:50] == ["inserted"] * 50 and acts[50:] == ["inserted", "updated", "updated"]
+        assert r.memories[-1][1] == "The team standup moved to 6pm" and r.memories[-1][0].supersedes == r.memories[-2][0].id
+        assert st.get(r.memories[-3][0].id).status == st.get(r.memories[-2][0].id).status == "superseded"
+
+
+def test_a_correction_in_a_later_call_lands_on_the_stored_claim_and_marks_its_turn(tmp_path):
+    with MemoryStore(tmp_path / "s", encoder=HashingEncoder(256), config=StoreConfig(min_relevance=-1.0)) as st:
+        first = st.add_messages([{"role": "user", "content": "The team standup is at 4pm."}], session="a", timestamp="2026-03-04")
+        second = st.add_messages([{"role": "user", "content": "Actually, it's 3pm not 4pm."}], session="b", timestamp="2026-03-05")
+        (r, text, _), old = second.memories[0], first.memories[0][0].id
+        assert (r.action, text, r.supersedes) == ("updated", "The team standup is at 3pm", old)
+        assert st.get(first.episodes[0].id).metadata["corrected_by"] == r.id
+        ids = st.search("when is the standup", k=3).ids
+        assert ids.index(r.id) < ids.index(first.episodes[0].id)

@@ -17,7 +17,7 @@ from ..rules.updates import _fresh, _slots, slots
 from ..rules.claims import judge_claims
 from ..rules.hygiene import normalise_item
 from .agent_view import AddResult
-from .operations import MemoryStore, infer_kind
+from .operations import MemoryStore, _add_result, _with_meta, infer_kind
 
 # %% auto #0
 __all__ = ['EXTRACT_SYSTEM', 'check_messages', 'resolve_dates', 'resolve_speaker', 'Extractor', 'RuleExtractor', 'LLMExtractor',
@@ -280,25 +280,11 @@ def _corrected(self: MemoryStore, cand: dict, earlier: list) -> tuple:
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #b38706a3
 @patch
-def _write_correction(self: MemoryStore, item: dict, old_id: str) -> AddResult:
-    "Write the corrected claim `item` as a successor of memory `old_id` when the judge calls the pair an update (else a plain add); the turn the old claim came from is marked corrected."
-    old = self.get(old_id)
-    decision = self.judge(old.text, item["text"]) if old.status == "active" else None
-    if decision is None or not decision.is_update: return self.add_many([item])[0]
-    now = self.clock()
-    fresh = _fresh(normalise_item(item, "", now, {}), self._encode([item["text"]])[0])
-    fresh.update(supersedes=old_id, reason=decision.reason)
-    with self._write() as rev:
-        self._write_batch(fresh := [fresh], {}, set(), rev, now)
-        self._mark_corrected(old.metadata.get("from_turn"), fresh[0]["id"], rev)
-    return AddResult(fresh[0]["id"], "updated", None, 1, old_id, decision.reason)
-
-@patch
 def _mark_corrected(self: MemoryStore, episode_id: str | None, by: str, rev: int):
     "Mark the raw turn `episode_id` (inside `_write`) as `corrected_by` the claim `by`: search never places it above that claim."
     row = self._backend.row(episode_id) if episode_id else None
     if row is None or row.status != "active": return
-    self._backend.update_many(("metadata",), [(episode_id, (json.dumps({**json.loads(row.metadata), "corrected_by": by}, sort_keys=True),))], rev)
+    self._backend.update_many(("metadata",), [(episode_id, (_with_meta(row.metadata, corrected_by=by),))], rev)
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #36b3c002
 def corrections_first(ids: list, metadata: list, order: list, k: int) -> list:
@@ -364,17 +350,79 @@ def _extractor(extract) -> Extractor | None:
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #b8ac33bb
 @patch
-def _write_claims(self: MemoryStore, cands: list, episode_of: dict, session: str | None, at: dict, name: str) -> list:
-    "Write extracted candidates in order, corrections against what they correct; (AddResult, text, kind) per candidate."
-    out, earlier = [], []
-    for c in cands:
-        c, corrects = self._corrected(c, earlier) if c.get("replace") else (c, None)
-        meta = {"session": session, "from_turn": episode_of.get(c.get("turn")), "extracted_by": name}
-        item = dict(text=c["text"], kind=c["kind"], entities=c.get("entities") or None, source=session,
-                    timestamp=at.get(c.get("turn")), metadata={k: v for k, v in meta.items() if v is not None})
-        r = self._write_correction(item, corrects) if corrects else self.add_many([item])[0]
-        earlier.append({**c, "id": r.id}); out.append((r, c["text"], c["kind"]))
-    return out
+def _resolve_corrections(self: MemoryStore, cands: list) -> tuple:
+    "In memory, before any write: (the candidates with each correction rewritten into the claim it corrects, per candidate the target: None, ('cand', j) for candidate j of this call, or a stored memory's id)."
+    out, targets, earlier = [], [], []
+    for i, c in enumerate(cands):
+        c, target = self._corrected(c, earlier) if c.get("replace") else (c, None)
+        out.append(c); targets.append(target); earlier.append({**c, "id": ("cand", i)})   # a placeholder: ids come at the write
+    return out, targets
+
+def _claim_items(cands: list, session: str | None, at: dict, name: str) -> list:
+    "The items the candidates are written as (the episode of their turn, `from_turn`, is set once its id is known)."
+    meta = {k: v for k, v in {"session": session, "extracted_by": name}.items() if v is not None}
+    return [dict(text=c["text"], kind=c["kind"], entities=c.get("entities") or None, source=session, timestamp=at.get(c.get("turn")), metadata=meta)
+            for c in cands]
+
+def _own_fresh(plan: list) -> dict:
+    "{item position: its fresh index} for the items written as new memories (not merged): the first plan entry naming a fresh index made it."
+    own, seen = {}, set()
+    for i, (where, ref, _, _) in enumerate(plan):
+        if where == "new" and ref not in seen: own[i] = ref; seen.add(ref)
+    return own
+
+# %% ../../../nbs/memory/store/23b_chat.ipynb #36b4c001
+def _target_ref(target, plan: list, fresh: list, n_eps: int):
+    "Where a correction's target ended: ('fresh', index) of this batch, or a stored id (None: no target)."
+    if target is None: return None
+    if isinstance(target, tuple):
+        where, ref, _, _ = plan[n_eps + target[1]]
+        if where == "old": return ref
+        return ("fresh", ref)
+    return target
+
+@patch
+def _land_corrections(self: MemoryStore, plan: list, fresh: list, targets: list, n_eps: int) -> list:
+    "Make each rewritten correction supersede the claim it corrects when the judge calls the pair an update and the plan did not place it otherwise; [(correction's fresh index, target)] landed."
+    own, landed = _own_fresh(plan), []
+    for i, target in enumerate(targets):
+        p, ref = n_eps + i, _target_ref(target, plan, fresh, n_eps)
+        if ref is None or p not in own: continue   # merged into a memory: nothing of its own to link
+        cur = fresh[own[p]]
+        if cur["supersedes"] is None:   # the plan inserted it: the judge reads the pair it was rewritten from
+            row = self._backend.row(ref) if isinstance(ref, str) else None
+            if (row.status if row is not None else fresh[ref[1]]["status"]) != "active": continue   # already replaced: as the plan says
+            d = self.judge(row.text if row is not None else fresh[ref[1]]["text"], cur["text"])
+            if d is None or not d.is_update: continue   # a restatement or another claim: written as the plan says
+            cur.update(supersedes=ref, reason=d.reason, unsure_of=None if cur["unsure_of"] == ref else cur["unsure_of"])
+            if not isinstance(ref, str): fresh[ref[1]]["status"] = "superseded"
+            plan[p] = (plan[p][0], plan[p][1], plan[p][2], d)
+        if cur["supersedes"] == ref: landed.append((own[p], ref))
+    return landed
+
+# %% ../../../nbs/memory/store/23b_chat.ipynb #36b4c003
+@patch
+def _ingest(self: MemoryStore, eps: list, cands: list, targets: list, session: str | None, at: dict, name: str) -> tuple:
+    "Write the episodes and the claims with one encode call, one plan (chapter 23's `_plan_batch`: each against the index and the batch) and one transaction; (episode results, claim results)."
+    now, n = self.clock(), len(eps)
+    prepared = [normalise_item(it, f"items[{i}].", now, {}) for i, it in enumerate(eps + _claim_items(cands, session, at, name))]
+    if not prepared: return [], []
+    V = self._batch_vectors(prepared, None)
+    with self._write() as rev:
+        fresh, merges, plan, batch_ids = self._plan_batch(prepared, V, ())
+        landed = self._land_corrections(plan, fresh, targets, n)
+        auto = iter(self._backend.new_ids(sum(f["id"] is None for f in fresh), batch_ids))
+        for f in fresh: f["id"] = f["id"] or next(auto)
+        ids = [fresh[ref]["id"] if where == "new" else ref for where, ref, _, _ in plan]   # the memory each item ended in
+        episode_of = {e["metadata"]["turn"]: ids[i] for i, e in enumerate(eps)}
+        for p, k in _own_fresh(plan).items():
+            if p >= n and (ep := episode_of.get(cands[p - n].get("turn"))): fresh[k]["metadata"] = _with_meta(fresh[k]["metadata"], from_turn=ep)
+        turns = [(json.loads(fresh[ref[1]]["metadata"] if not isinstance(ref, str) else self._backend.row(ref).metadata).get("from_turn"), fresh[k]["id"])
+                 for k, ref in landed]   # the raw turn each landed correction rewrote
+        self._write_batch(fresh, merges, batch_ids, rev, now)
+        for turn, by in turns: self._mark_corrected(turn, by, rev)
+        results = [_add_result(*p, fresh, merges) for p in plan]
+    return results[:n], results[n:]
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #4ec407d6
 @patch
@@ -383,16 +431,15 @@ def add_messages(self: MemoryStore,
                  session: str | None = None,  # the conversation / session id (metadata and source of everything written)
                  timestamp=None,  # when the messages were written, for those without their own; None = now
                  extract=True) -> ChatResult:  # True: the offline rules; an Extractor (e.g. LLMExtractor(client)); False: turns only
-    "Store a conversation: each turn as an episode, then the facts, decisions, preferences and corrections it states (updates superseding)."
+    "Store a conversation: each turn as an episode and the facts, decisions, preferences and corrections it states (updates superseding), in one batch."
     self._check_open()
     if session is not None and (not isinstance(session, str) or not session.strip()): raise ValueError(f"session: expected a non-empty string, got {session!r}")
     ex, msgs, result = _extractor(extract), check_messages(messages, timestamp, self.clock()), ChatResult()
     items = _episodes(msgs, session, result.skipped)
-    result.episodes = self.add_many(items) if items else []
-    if ex is None: return result
-    episode_of = {it["metadata"]["turn"]: r.id for it, r in zip(items, result.episodes)}
-    at = {it["metadata"]["turn"]: it["timestamp"] for it in items}
     who = {m["turn"]: m["speaker"] or m["role"] for m in msgs}  # whose claim: 'I meant X' corrects its own speaker's
-    cands = [{**c, "who": who.get(c.get("turn"))} for c in ex(msgs)]
-    result.memories = self._write_claims(cands, episode_of, session, at, getattr(ex, "name", type(ex).__name__))
+    cands = [{**c, "who": who.get(c.get("turn"))} for c in ex(msgs)] if ex is not None else []
+    cands, targets = self._resolve_corrections(cands)   # in memory, before the write (a search for a stored claim at most)
+    at = {it["metadata"]["turn"]: it["timestamp"] for it in items}
+    result.episodes, claims = self._ingest(items, cands, targets, session, at, getattr(ex, "name", type(ex).__name__))
+    result.memories = [(r, c["text"], c["kind"]) for r, c in zip(claims, cands)]
     return result

@@ -233,3 +233,36 @@ def test_a_correction_in_a_later_call_lands_on_the_stored_claim_and_marks_its_tu
         assert st.get(first.episodes[0].id).metadata["corrected_by"] == r.id
         ids = st.search("when is the standup", k=3).ids
         assert ids.index(r.id) < ids.index(first.episodes[0].id)
+
+
+# ---- the structured LLM extractor against a scripted OpenAI-compatible server (issue 36) ----
+from earmem.ear.llm import ChatClient
+from earmem.toys import StubChatServer
+
+ITEM = lambda text, kind, turn, replace=None: {"text": text, "kind": kind, "entities": ["Dana"], "turn": turn, "replace": replace}
+
+
+def test_structured_llm_extractor_asks_for_the_schema_and_its_correction_lands(tmp_path):
+    reply = json.dumps({"memories": [ITEM("Dana's team standup is at 4pm", "fact", 0), ITEM("Dana's team standup is at 3pm", "correction", 3, ["4pm", "3pm"])]})
+    with StubChatServer(reply) as srv, MemoryStore(tmp_path / "s", encoder=HashingEncoder(256), config=StoreConfig(min_relevance=-1.0)) as st:
+        ex = LLMExtractor(ChatClient(srv.url, model="m", retries=0), instructions="Only the team's schedule.")
+        r = st.add_messages(CHAT, session="s1", extract=ex)
+        body = srv.requests[0]["body"]
+        assert body["response_format"] == {"type": "json_schema", "json_schema": ex.sender.extra_body["response_format"]["json_schema"]}
+        assert body["response_format"]["json_schema"]["strict"] is True and "Only the team's schedule." in body["messages"][0]["content"]
+        assert [(x.action, t) for x, t, _ in r.memories] == [("inserted", "Dana's team standup is at 4pm"), ("updated", "Dana's team standup is at 3pm")]
+        assert ex.failures == 0
+
+
+@pytest.mark.parametrize("answer,why", [("{not json", "the reply is not JSON"),
+                                        (json.dumps({"memories": [ITEM("x", "rumour", 0)]}), "memories[0].kind"),
+                                        (json.dumps({"memories": [{"text": "x", "kind": "fact"}]}), "memories[0]: expected the keys"),
+                                        (json.dumps({"facts": []}), 'expected {"memories"'),
+                                        ((500, '{"error": "down"}'), "RuntimeError: LLM endpoint"),
+                                        ((400, '{"error": "response_format json_schema is not supported"}'), "RuntimeError: LLM endpoint")])
+def test_structured_llm_extractor_falls_back_to_the_rules_on_any_failure(tmp_path, answer, why):
+    with StubChatServer(answer) as srv, MemoryStore(tmp_path / "s", encoder=HashingEncoder(256), config=StoreConfig(min_relevance=-1.0)) as st:
+        ex = LLMExtractor(ChatClient(srv.url, model="m", retries=0))
+        r = st.add_messages(CHAT, session="s1", timestamp="2026-03-04T09:00:00Z", extract=ex)
+        assert ex.failures == 1 and ex.problem.startswith(why), ex.problem
+        assert [t for _, t, _ in r.memories] == ["The team standup is at 4pm", "Dana is flying to Lisbon on 2026-03-05", "The team standup is at 3pm"]

@@ -4,14 +4,14 @@
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #8f101472
 from __future__ import annotations
-import json, re
+import copy, json, re
 import numpy as np
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
 from dateutil.relativedelta import MO, SA, relativedelta, weekday
 from fastcore.basics import patch
-from ...ear.llm import _json_objects, _safe_json
+from ...ear.llm import ChatClient, _json_objects, _safe_json
 from ..rules.hygiene import KINDS, is_chatter, iso, to_epoch
 from ..rules.updates import _fresh, _slots, slots
 from ..rules.claims import judge_claims
@@ -20,8 +20,8 @@ from .agent_view import AddResult
 from .operations import MemoryStore, _add_result, _with_meta, infer_kind
 
 # %% auto #0
-__all__ = ['EXTRACT_SYSTEM', 'check_messages', 'resolve_dates', 'resolve_speaker', 'Extractor', 'RuleExtractor', 'LLMExtractor',
-           'corrections_first', 'ChatResult']
+__all__ = ['EXTRACT_SYSTEM', 'EXTRACT_KINDS', 'EXTRACT_SCHEMA', 'check_messages', 'resolve_dates', 'resolve_speaker', 'Extractor',
+           'RuleExtractor', 'LLMExtractor', 'corrections_first', 'ChatResult']
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #2e3bf67e
 def _speaker(m: dict, where: str) -> str | None:
@@ -197,18 +197,42 @@ EXTRACT_SYSTEM = (
     "Skip greetings, questions and small talk. For a correction, give the corrected statement in full and, when it replaces "
     'a value, "replace": [old, new]. Reply with one JSON object only: {"memories": [{"text": ..., "kind": "fact" | '
     '"decision" | "preference" | "correction", "entities": [...], "turn": <number>, "replace": null or [old, new]}]}.')
+EXTRACT_KINDS = ("fact", "decision", "preference", "correction")
+_MEMORY_ITEM = {"type": "object", "additionalProperties": False, "required": ["text", "kind", "entities", "turn", "replace"],
+                "properties": {"text": {"type": "string"}, "kind": {"type": "string", "enum": list(EXTRACT_KINDS)},
+                               "entities": {"type": "array", "items": {"type": "string"}}, "turn": {"type": ["integer", "null"]},
+                               "replace": {"anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "string"}}]}}}
+EXTRACT_SCHEMA = {"name": "memories", "strict": True,   # OpenAI's response_format={"type": "json_schema", "json_schema": EXTRACT_SCHEMA}
+                  "schema": {"type": "object", "additionalProperties": False, "required": ["memories"],
+                             "properties": {"memories": {"type": "array", "items": _MEMORY_ITEM}}}}
 
 class LLMExtractor:
-    "An `Extractor` asking a chat model; `fallback` (the rules by default) when it fails or answers nothing usable."
-    def __init__(self, client, fallback: Extractor | None = None, name: str = "llm"):
+    "An `Extractor` asking a chat model (JSON-schema output where the client can ask for it); `fallback` (the rules by default) on any failure."
+    def __init__(self, client, fallback: Extractor | None = None, name: str = "llm",
+                 instructions: str | None = None,  # the application's own rules, added to the system message (what to keep, how to word it)
+                 structured: bool | None = None):  # ask for EXTRACT_SCHEMA output; None: when the client is a ChatClient
         if not callable(getattr(client, "chat", None)): raise TypeError("client: expected an object with a chat(messages) method, such as ChatClient")
-        self.client, self.fallback, self.name, self.failures, self.last_reply = client, fallback or RuleExtractor(), name, 0, None
+        if instructions is not None and (not isinstance(instructions, str) or not instructions.strip()):
+            raise ValueError(f"instructions: expected a non-empty string, got {instructions!r}")
+        structured = isinstance(client, ChatClient) if structured is None else structured
+        if structured and not isinstance(getattr(client, "extra_body", None), dict):
+            raise TypeError("structured: the client takes no request fields (extra_body); pass structured=False or a ChatClient")
+        self.client, self.fallback, self.name, self.instructions, self.structured = client, fallback or RuleExtractor(), name, instructions, bool(structured)
+        self.failures, self.problem, self.last_reply = 0, None, None   # fallbacks so far, and why the last one happened
+        self.sender = _schema_client(client) if self.structured else client
 
     def messages(self, msgs: list) -> list:
-        "The chat request: instructions as system, the turns as JSON data."
+        "The chat request: instructions as system (the application's after ours), the turns as JSON data."
         turns = [dict(turn=m["turn"], role=m["role"], speaker=m["speaker"], time=iso(m["at"]), content=m["content"]) for m in msgs]
-        return [{"role": "system", "content": EXTRACT_SYSTEM},
+        system = EXTRACT_SYSTEM + (f"\nThe application's instructions:\n{self.instructions.strip()}" if self.instructions else "")
+        return [{"role": "system", "content": system},
                 {"role": "user", "content": f"<conversation>\n{_safe_json(turns)}\n</conversation>\nExtract the memories as JSON."}]
+
+def _schema_client(client):
+    "A copy of `client` whose requests carry `response_format` with EXTRACT_SCHEMA (the given client is left as it is)."
+    c = copy.copy(client)
+    c.extra_body = {**client.extra_body, "response_format": {"type": "json_schema", "json_schema": EXTRACT_SCHEMA}}
+    return c
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #ee4ba0ab
 def _candidate(c, turns: set) -> dict | None:
@@ -219,12 +243,37 @@ def _candidate(c, turns: set) -> dict | None:
     rep = tuple(map(str, rep)) if isinstance(rep, (list, tuple)) and len(rep) == 2 else None
     return dict(text=" ".join(c["text"].split()), kind=c["kind"], entities=ents, turn=c.get("turn") if c.get("turn") in turns else None, replace=rep)
 
+def _schema_problem(reply) -> str | None:
+    "What keeps a structured reply from matching EXTRACT_SCHEMA, or None."
+    try: obj = json.loads(reply)
+    except (TypeError, ValueError): return "the reply is not JSON"
+    if not isinstance(obj, dict) or set(obj) != {"memories"} or not isinstance(obj["memories"], list): return 'expected {"memories": [...]}'
+    for i, m in enumerate(obj["memories"]):
+        where = f"memories[{i}]"
+        if not isinstance(m, dict) or set(m) != set(_MEMORY_ITEM["required"]): return f"{where}: expected the keys {_MEMORY_ITEM['required']}"
+        if not isinstance(m["text"], str) or not m["text"].strip(): return f"{where}.text: expected a non-empty string"
+        if m["kind"] not in EXTRACT_KINDS: return f"{where}.kind: expected one of {list(EXTRACT_KINDS)}, got {m['kind']!r}"
+        if not isinstance(m["entities"], list) or not all(isinstance(e, str) for e in m["entities"]): return f"{where}.entities: expected strings"
+        if m["turn"] is not None and (not isinstance(m["turn"], int) or isinstance(m["turn"], bool)): return f"{where}.turn: expected an integer or null"
+        r = m["replace"]
+        if r is not None and not (isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r)): return f"{where}.replace: expected null or [old, new]"
+    return None
+
+@patch
+def _fall_back(self: LLMExtractor, msgs: list, problem: str) -> list:
+    "The fallback's candidates, the failure counted and named."
+    self.failures, self.problem = self.failures + 1, problem
+    return self.fallback(msgs)
+
 @patch
 def __call__(self: LLMExtractor, msgs: list) -> list:
-    try: self.last_reply = self.client.chat(self.messages(msgs))
-    except (ConnectionError, RuntimeError): self.failures += 1; return self.fallback(msgs)
-    found = [o for o in _json_objects(self.last_reply or "") if isinstance(o.get("memories"), list)]
-    if not found: self.failures += 1; return self.fallback(msgs)
+    try: self.last_reply = self.sender.chat(self.messages(msgs))
+    except (ConnectionError, RuntimeError, OSError) as e: return self._fall_back(msgs, f"{type(e).__name__}: {e}")
+    if self.structured:
+        if (why := _schema_problem(self.last_reply)) is not None: return self._fall_back(msgs, why)
+        found = [json.loads(self.last_reply)]
+    else: found = [o for o in _json_objects(self.last_reply or "") if isinstance(o.get("memories"), list)]
+    if not found: return self._fall_back(msgs, 'no {"memories": [...]} object in the reply')
     turns = {m["turn"] for m in msgs}
     return [c for c in (_candidate(x, turns) for x in found[-1]["memories"]) if c is not None]
 

@@ -1,7 +1,8 @@
 """Issue 36's ingestion cost: the wall time of one add_messages call of N distinct one-fact turns (encoding included).
 
 One `MemoryStore.add_messages` call on a fresh temporary store with the bundled default encoder, for N short user turns
-that each state one distinct fact (so N extracted claims), by default N = 1,000 and 10,000.
+that each state one distinct fact (so N extracted claims), by default N = 1,000 and 10,000. The encoder's on-disk
+embedding cache is off unless --cache: the same turns in a second run would otherwise not be encoded at all.
 
     nice -n 10 python studies/23b_ingest_bench.py [--n 1000 10000] [--json] [--keep]
 
@@ -15,11 +16,13 @@ ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog="Run fr
 ap.add_argument("--n", type=int, nargs="+", default=[1000, 10000], help="turns per add_messages call, one run each (default: 1000 10000)")
 ap.add_argument("--json", action="store_true", help="print one JSON object instead of text lines")
 ap.add_argument("--keep", action="store_true", help="keep the temporary store folders")
+ap.add_argument("--cache", action="store_true", help="let the encoder use its on-disk embedding cache (default: off, so every text is encoded)")
 a = ap.parse_args()
 if any(n < 1 for n in a.n): ap.error("--n: expected positive turn counts")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from earmem.memory import MemoryStore  # noqa: E402  (after the offline switch)
+from earmem.core import Encoder  # noqa: E402  (after the offline switch)
+from earmem.memory import MemoryStore  # noqa: E402
 
 ADJ = "red blue green amber silver golden quiet busy north south".split()
 NOUN = "printer whiteboard projector kettle router scanner plotter fridge heater speaker".split()
@@ -37,7 +40,7 @@ def say(msg: str):
 
 def run(n: int) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="earmem-ingest-")) / "store"
-    with MemoryStore(folder) as st:
+    with MemoryStore(folder, encoder=Encoder(cache=a.cache)) as st:   # the bundled default model; no cache: a rerun encodes again
         st.search("warm up the encoder", k=1)          # loading the model is not ingestion
         say(f"# n={n}: store at {folder}, encoder loaded; add_messages …")
         t0 = time.perf_counter()

@@ -17,9 +17,9 @@ from ..rules.hygiene import KIND_CODES, MAX_DEPTH, MAX_METADATA_CHARS, STORES, c
 
 # %% auto #0
 __all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'SMALL_SCAN', 'GATHER_CHUNK', 'APPROX_EPS',
-           'LEXICAL_BUDGET', 'ENTITY_SCAN_ROWS', 'item_row', 'one_blas_thread', 'check_metadata_filter',
-           'metadata_matches', 'SearchFilter', 'top_rows', 'top_refined', 'gathered_scores', 'store_quota',
-           'lexical_words', 'fuse_scores', 'fused_top', 'within_budget', 'batch_duplicates']
+           'LEXICAL_BUDGET', 'BATCH_NEIGHBOURS', 'ENTITY_SCAN_ROWS', 'item_row', 'one_blas_thread',
+           'check_metadata_filter', 'metadata_matches', 'SearchFilter', 'top_rows', 'top_refined', 'gathered_scores',
+           'store_quota', 'lexical_words', 'fuse_scores', 'fused_top', 'within_budget', 'batch_duplicates']
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
@@ -494,17 +494,22 @@ def _stored_duplicates(self: _Index, kinds: list, V: np.ndarray, thr: float, bas
     return out
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #86181d4c
-def batch_duplicates(kinds: list, V: np.ndarray, thr: float) -> list:
-    "For each item of a batch: [(cosine, position)] of the earlier items of its kind at or above `thr` (other kinds never merge, so they are not scored)."
+BATCH_NEIGHBOURS = 64  # the closest earlier batch items kept per item: the door judges the nearest few of them (chapter 18's JUDGED_NEIGHBOURS)
+
+def batch_duplicates(kinds: list, V: np.ndarray, thr: float, cap: int = BATCH_NEIGHBOURS) -> list:
+    "For each item of a batch: [(cosine, position)] of the earlier items of its kind at or above `thr`, the `cap` closest at most, in batch order (other kinds never merge, so they are not scored)."
     out, by_kind = [[] for _ in kinds], {}
     for i, kind in enumerate(kinds): by_kind.setdefault(kind, []).append(i)
     for idxs in by_kind.values():
         idxs = np.asarray(idxs); W = V[idxs]
         for i0 in range(0, len(idxs), 256):
             S = W[i0:i0 + 256] @ W[:i0 + 256].T
+            S[np.arange(S.shape[1])[None, :] >= (i0 + np.arange(len(S)))[:, None]] = -np.inf   # earlier items only (each item matches itself)
+            if S.shape[1] > cap:  # issue 36: 10,000 near-identical turns were 50 M pairs (23 GB); keep each item's closest
+                top = np.argpartition(-S, cap - 1, axis=1)[:, :cap]
+                kept = np.full_like(S, -np.inf); np.put_along_axis(kept, top, np.take_along_axis(S, top, 1), 1); S = kept
             a, b = np.nonzero(S >= thr)
-            keep = b < i0 + a  # earlier items only (each item matches itself), kept in numpy rather than pair by pair
-            for x, y, v in zip(idxs[a[keep] + i0].tolist(), idxs[b[keep]].tolist(), S[a[keep], b[keep]].tolist()): out[x].append((v, y))
+            for x, y, v in zip(idxs[a + i0].tolist(), idxs[b].tolist(), S[a, b].tolist()): out[x].append((v, y))
     return out
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #e2506fc9

@@ -4,22 +4,24 @@
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #8f101472
 from __future__ import annotations
-import json, re
+import copy, json, re
+import numpy as np
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Protocol
+from dateutil.relativedelta import MO, SA, relativedelta, weekday
 from fastcore.basics import patch
-from ...ear.llm import _json_objects, _safe_json
+from ...ear.llm import ChatClient, _json_objects, _safe_json
 from ..rules.hygiene import KINDS, is_chatter, iso, to_epoch
-from ..rules.updates import _fresh, slots
+from ..rules.updates import _fresh, _slots, slots
 from ..rules.claims import judge_claims
 from ..rules.hygiene import normalise_item
 from .agent_view import AddResult
-from .operations import MemoryStore, infer_kind
+from .operations import MemoryStore, _add_result, _with_meta, infer_kind
 
 # %% auto #0
-__all__ = ['EXTRACT_SYSTEM', 'check_messages', 'resolve_dates', 'resolve_speaker', 'Extractor', 'RuleExtractor', 'LLMExtractor',
-           'ChatResult']
+__all__ = ['EXTRACT_SYSTEM', 'EXTRACT_KINDS', 'EXTRACT_SCHEMA', 'check_messages', 'resolve_dates', 'resolve_speaker', 'Extractor',
+           'RuleExtractor', 'LLMExtractor', 'corrections_first', 'ChatResult']
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #2e3bf67e
 def _speaker(m: dict, where: str) -> str | None:
@@ -46,27 +48,55 @@ def check_messages(messages, timestamp=None, now: float = 0.0) -> list:
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #57652f0c
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
+_MONTHS = "January February March April May June July August September October November December".split()
+_NUMBERS = {w: i for i, w in enumerate("one two three four five six seven eight nine ten eleven twelve".split(), 1)} | {"a": 1, "an": 1}
 _PREP = re.compile(r"\b(?:on|for|by|until|till|to|from|before|after|since)\s*$", re.I)
-_RELATIVE = re.compile(r"\b(?:(?P<simple>today|tonight|tomorrow|yesterday)|in\s(?P<n>\d+|a|one|two|three)\s(?P<u>days?|weeks?)|"
-                       r"(?:(?P<rel>next|this|on)\s)(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b", re.I)
+_N = r"(?<![-./:])(?:\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"   # 1–3 digits, not inside a date: 'in 2027 days', '2026-01-01 days ago' are no phrases
+_WD = "|".join(_WEEKDAYS)
+_RELATIVE = re.compile(
+    r"\b(?:the\sday\s(?P<around>before\syesterday|after\stomorrow)|(?P<simple>today|tonight|tomorrow|yesterday)|"
+    r"(?P<ago_n>" + _N + r")\s(?P<ago_u>day|week|month|year)s?\sago|in\s(?P<in_n>" + _N + r")\s(?P<in_u>day|week|month|year)s?|"
+    r"(?P<span_rel>last|next)\s(?P<span>week|month|year)|(?P<weekend>this\sweekend)|"
+    r"(?P<rel>next|last|this|on)\s(?P<wd>" + _WD + r")|"
+    r"(?P<mrel>in|next|last|this)\s(?P<month>(?-i:" + "|".join(_MONTHS) + r"))(?!\s*\d+(?:st|nd|rd|th)?\b(?!\s(?:day|week|month|year)s?\b)))\b(?!['’])", re.I)
+_PLAN = re.compile(r"\b(?:will|shall|going\sto|gonna|plan(?:s|ning)?\sto|want(?:s)?\sto|hope(?:s)?\sto|intend(?:s)?\sto|"
+                   r"(?:am|is|are)\s\w+ing|\w+['’](?:ll|m|re)\s\w+ing|\w+['’]ll)\b", re.I)   # 'we'll', 'I'm flying': said of the future
 
-def _day(m: re.Match, when: datetime) -> datetime:
-    "The day a relative-date match points at, seen from `when`."
+def _when(m: re.Match, when: datetime, plan: bool) -> tuple | None:
+    "(granularity, date) a relative-date match points at, seen from `when`: 'day', 'week' (its Monday), 'weekend' (its Saturday), 'month' or 'year'; None to leave it as said."
     g = {k: (v or "").casefold() for k, v in m.groupdict().items()}
-    if g["simple"]: return when + timedelta(days={"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}[g["simple"]])
-    if g["n"]:
-        n = {"a": 1, "one": 1, "two": 2, "three": 3}.get(g["n"]) or int(g["n"])
-        return when + timedelta(days=n * (7 if g["u"].startswith("week") else 1))
-    ahead = (_WEEKDAYS.index(g["wd"]) - when.weekday()) % 7 or 7
-    return when + timedelta(days=ahead)
+    num = lambda s: _NUMBERS.get(s) or int(s)
+    if g["around"]: return "day", when + relativedelta(days=-2 if g["around"].startswith("before") else 2)
+    if g["simple"]: return "day", when + relativedelta(days={"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}[g["simple"]])
+    if g["ago_n"] or g["in_n"]:
+        n, unit = (-num(g["ago_n"]), g["ago_u"]) if g["ago_n"] else (num(g["in_n"]), g["in_u"])
+        return ("day" if unit in ("day", "week") else unit), when + relativedelta(**{unit + "s": n})
+    if g["span"]:
+        step = relativedelta(**{g["span"] + "s": 1 if g["span_rel"] == "next" else -1})
+        return g["span"], when + step + (relativedelta(weekday=MO(-1)) if g["span"] == "week" else relativedelta())
+    if g["weekend"]: return "weekend", when + (relativedelta(days=-1) if when.weekday() == 6 else relativedelta(weekday=SA))
+    if g["wd"]:
+        wd = weekday(_WEEKDAYS.index(g["wd"]))
+        return "day", when + (relativedelta(days=-1, weekday=wd(-1)) if g["rel"] == "last" else relativedelta(days=1, weekday=wd(+1)))
+    month, rel = _MONTHS.index(m["month"]) + 1, g["mrel"]
+    if rel == "in" and not plan: return None  # 'I moved here in May': past or future is not known, so left as said
+    year = when.year + {"this": 0, "in": month < when.month, "next": month <= when.month, "last": -(month >= when.month)}[rel]
+    return "month", when.replace(year=year, month=month, day=1)
+
+def _written(kind: str, day: datetime, after_prep: bool) -> str:
+    "The resolved form: 'on 2026-03-05' (the date alone after a preposition), 'the week of <Monday>', 'the weekend of <Saturday>', 'in 2026-03', 'in 2026'."
+    if kind in ("week", "weekend"): return f"the {kind} of {day.date().isoformat()}"
+    value = {"day": day.date().isoformat(), "month": f"{day.year:04d}-{day.month:02d}", "year": f"{day.year:04d}"}[kind]
+    return value if after_prep else f"{'on' if kind == 'day' else 'in'} {value}"
 
 def resolve_dates(text: str, at: float) -> str:
-    "`text` with relative dates written as ISO dates, seen from Unix time `at`."
-    when = datetime.fromtimestamp(at, tz=timezone.utc)
+    "`text` with relative dates written as ISO dates, months and years, seen from Unix time `at` (UTC); anything else untouched."
+    when, plan = datetime.fromtimestamp(at, tz=timezone.utc), bool(_PLAN.search(text))
     def put(m):
-        day = _day(m, when).date().isoformat()
-        if (m.group("rel") or "").casefold() == "on": return f"on {day}"
-        return day if _PREP.search(text[:m.start()]) else f"on {day}"
+        got = _when(m, when, plan)
+        if got is None: return m.group(0)
+        if (m.group("rel") or "").casefold() == "on": return _written(*got, False)  # 'on Monday' → 'on 2026-03-09'
+        return _written(*got, bool(_PREP.search(text[:m.start()])))
     return _RELATIVE.sub(put, text)
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #ec342468
@@ -79,6 +109,7 @@ _I_VERB = re.compile(r"\bI\s((?:(?:just|really|also|always|never|usually|often|s
 def _third_person(verb: str) -> str:
     "'prefer' → 'prefers', 'go' → 'goes', 'study' → 'studies'; past forms and auxiliaries unchanged."
     if verb in _AUX or verb.endswith("ed") or verb.endswith("s"): return verb
+    if verb in ("have", "be"): return {"have": "has", "be": "is"}[verb]
     if re.search(r"(?:sh|ch|x|o|z)$", verb): return verb + "es"
     if re.search(r"[^aeiou]y$", verb): return verb[:-1] + "ies"
     return verb + "s"
@@ -101,14 +132,33 @@ _TRAILER = re.compile(r",?\s(?:by the way|btw|though|I think|please)\s*[.!]?$", 
 _OPENER = re.compile(r"^(?:(?:oh|ok|okay|so|btw|by the way|also|and|well|hey|um|fyi|actually|sorry|no)\b[,!.]?\s*)+", re.I)
 _REPLACE = re.compile(r"(?P<new>[\w:.$€£]+)\s*,?\s*not\s(?P<old>[\w:.$€£]+)|\bnot\s(?P<old2>[\w:.$€£]+)\s*,?\s*(?:but|it's|it is)\s(?P<new2>[\w:.$€£]+)", re.I)
 
+_MEANT = re.compile(r"\b(?:I\smeant|correction\s*:)\s+(?P<new>[^,;!?]+?)\s*[.!]*$", re.I)
+_NOT_VALUES = {"to", "that", "it", "this", "the", "a", "an", "what", "you", "we", "he", "she", "they", "i", "was", "is", "so", "as"}
+
+def _value_type(value: str) -> str | None:
+    "The one slot type of a bare value ('4pm' → 'time', 'Tuesday' → 'weekday', '42' → 'quantity'), 'name' for capitalised words ('Munich'), else None."
+    words = value.split()
+    if not 0 < len(words) <= 4 or words[0].casefold() in _NOT_VALUES: return None
+    found = [k for k, v in _slots(value, value).items() if k not in ("negation", "name") for _ in v]
+    if len(found) == 1: return found[0]
+    return "name" if not found and all(w[:1].isupper() and w.isalpha() for w in words) else None
+
 def _replacement(text: str) -> tuple | None:
-    "(old value, new value) of a correction such as 'it's 3pm not 4pm' or 'not 4pm but 3pm'."
+    "(old value, new value) of a correction such as 'it's 3pm not 4pm' or 'not 4pm but 3pm'; (None, new) for 'I meant Munich' / 'correction: 4pm'."
     m = _REPLACE.search(text)
-    if m is None: return None
+    if m is None:
+        meant = _MEANT.search(text)
+        return (None, meant["new"]) if meant and _value_type(meant["new"]) else None   # 'I meant to call you' is no value
     old, new = (m["old"], m["new"]) if m["old"] else (m["old2"], m["new2"])
     return old.strip(".,;"), new.strip(".,;")
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #81f07cbf
+def _dated(value: str | None, at: float) -> str | None:
+    "A corrected value as a claim of that message reads it after `resolve_dates`: 'Monday' → '2026-03-09' (else `value` as it is)."
+    if value is None: return None
+    out = resolve_dates(f"on {value}", at)
+    return out[3:] if out != f"on {value}" and out.startswith("on ") else value
+
 @dataclass
 class RuleExtractor:
     "The offline `Extractor`: sentence rules (`infer_kind`), openers stripped, dates and the speaker resolved."
@@ -132,8 +182,10 @@ class RuleExtractor:
                 if kind is None or not s: continue
                 text = resolve_speaker(resolve_dates(s, m["at"]), m["speaker"])
                 about_speaker = m["speaker"] is not None and text != resolve_dates(s, m["at"])
+                rep = _replacement(s) if kind == "correction" else None
+                dated = tuple(_dated(v, m["at"]) for v in rep) if rep else None   # 'Monday' as the claim now says it: '2026-03-09'
                 out.append(dict(text=text, kind=kind, entities=[m["speaker"]] if about_speaker else [], turn=m["turn"],
-                                replace=_replacement(s) if kind == "correction" else None))
+                                replace=rep, **({"dated": dated} if dated != rep else {})))
         return out
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #d86ed969
@@ -145,18 +197,42 @@ EXTRACT_SYSTEM = (
     "Skip greetings, questions and small talk. For a correction, give the corrected statement in full and, when it replaces "
     'a value, "replace": [old, new]. Reply with one JSON object only: {"memories": [{"text": ..., "kind": "fact" | '
     '"decision" | "preference" | "correction", "entities": [...], "turn": <number>, "replace": null or [old, new]}]}.')
+EXTRACT_KINDS = ("fact", "decision", "preference", "correction")
+_MEMORY_ITEM = {"type": "object", "additionalProperties": False, "required": ["text", "kind", "entities", "turn", "replace"],
+                "properties": {"text": {"type": "string"}, "kind": {"type": "string", "enum": list(EXTRACT_KINDS)},
+                               "entities": {"type": "array", "items": {"type": "string"}}, "turn": {"type": ["integer", "null"]},
+                               "replace": {"anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "string"}}]}}}
+EXTRACT_SCHEMA = {"name": "memories", "strict": True,   # OpenAI's response_format={"type": "json_schema", "json_schema": EXTRACT_SCHEMA}
+                  "schema": {"type": "object", "additionalProperties": False, "required": ["memories"],
+                             "properties": {"memories": {"type": "array", "items": _MEMORY_ITEM}}}}
 
 class LLMExtractor:
-    "An `Extractor` asking a chat model; `fallback` (the rules by default) when it fails or answers nothing usable."
-    def __init__(self, client, fallback: Extractor | None = None, name: str = "llm"):
+    "An `Extractor` asking a chat model (JSON-schema output where the client can ask for it); `fallback` (the rules by default) on any failure."
+    def __init__(self, client, fallback: Extractor | None = None, name: str = "llm",
+                 instructions: str | None = None,  # the application's own rules, added to the system message (what to keep, how to word it)
+                 structured: bool | None = None):  # ask for EXTRACT_SCHEMA output; None: when the client is a ChatClient
         if not callable(getattr(client, "chat", None)): raise TypeError("client: expected an object with a chat(messages) method, such as ChatClient")
-        self.client, self.fallback, self.name, self.failures, self.last_reply = client, fallback or RuleExtractor(), name, 0, None
+        if instructions is not None and (not isinstance(instructions, str) or not instructions.strip()):
+            raise ValueError(f"instructions: expected a non-empty string, got {instructions!r}")
+        structured = isinstance(client, ChatClient) if structured is None else structured
+        if structured and not isinstance(getattr(client, "extra_body", None), dict):
+            raise TypeError("structured: the client takes no request fields (extra_body); pass structured=False or a ChatClient")
+        self.client, self.fallback, self.name, self.instructions, self.structured = client, fallback or RuleExtractor(), name, instructions, bool(structured)
+        self.failures, self.problem, self.last_reply = 0, None, None   # fallbacks so far, and why the last one happened
+        self.sender = _schema_client(client) if self.structured else client
 
     def messages(self, msgs: list) -> list:
-        "The chat request: instructions as system, the turns as JSON data."
+        "The chat request: instructions as system (the application's after ours), the turns as JSON data."
         turns = [dict(turn=m["turn"], role=m["role"], speaker=m["speaker"], time=iso(m["at"]), content=m["content"]) for m in msgs]
-        return [{"role": "system", "content": EXTRACT_SYSTEM},
+        system = EXTRACT_SYSTEM + (f"\nThe application's instructions:\n{self.instructions.strip()}" if self.instructions else "")
+        return [{"role": "system", "content": system},
                 {"role": "user", "content": f"<conversation>\n{_safe_json(turns)}\n</conversation>\nExtract the memories as JSON."}]
+
+def _schema_client(client):
+    "A copy of `client` whose requests carry `response_format` with EXTRACT_SCHEMA (the given client is left as it is)."
+    c = copy.copy(client)
+    c.extra_body = {**client.extra_body, "response_format": {"type": "json_schema", "json_schema": EXTRACT_SCHEMA}}
+    return c
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #ee4ba0ab
 def _candidate(c, turns: set) -> dict | None:
@@ -167,12 +243,37 @@ def _candidate(c, turns: set) -> dict | None:
     rep = tuple(map(str, rep)) if isinstance(rep, (list, tuple)) and len(rep) == 2 else None
     return dict(text=" ".join(c["text"].split()), kind=c["kind"], entities=ents, turn=c.get("turn") if c.get("turn") in turns else None, replace=rep)
 
+def _schema_problem(reply) -> str | None:
+    "What keeps a structured reply from matching EXTRACT_SCHEMA, or None."
+    try: obj = json.loads(reply)
+    except (TypeError, ValueError): return "the reply is not JSON"
+    if not isinstance(obj, dict) or set(obj) != {"memories"} or not isinstance(obj["memories"], list): return 'expected {"memories": [...]}'
+    for i, m in enumerate(obj["memories"]):
+        where = f"memories[{i}]"
+        if not isinstance(m, dict) or set(m) != set(_MEMORY_ITEM["required"]): return f"{where}: expected the keys {_MEMORY_ITEM['required']}"
+        if not isinstance(m["text"], str) or not m["text"].strip(): return f"{where}.text: expected a non-empty string"
+        if m["kind"] not in EXTRACT_KINDS: return f"{where}.kind: expected one of {list(EXTRACT_KINDS)}, got {m['kind']!r}"
+        if not isinstance(m["entities"], list) or not all(isinstance(e, str) for e in m["entities"]): return f"{where}.entities: expected strings"
+        if m["turn"] is not None and (not isinstance(m["turn"], int) or isinstance(m["turn"], bool)): return f"{where}.turn: expected an integer or null"
+        r = m["replace"]
+        if r is not None and not (isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r)): return f"{where}.replace: expected null or [old, new]"
+    return None
+
+@patch
+def _fall_back(self: LLMExtractor, msgs: list, problem: str) -> list:
+    "The fallback's candidates, the failure counted and named."
+    self.failures, self.problem = self.failures + 1, problem
+    return self.fallback(msgs)
+
 @patch
 def __call__(self: LLMExtractor, msgs: list) -> list:
-    try: self.last_reply = self.client.chat(self.messages(msgs))
-    except (ConnectionError, RuntimeError): self.failures += 1; return self.fallback(msgs)
-    found = [o for o in _json_objects(self.last_reply or "") if isinstance(o.get("memories"), list)]
-    if not found: self.failures += 1; return self.fallback(msgs)
+    try: self.last_reply = self.sender.chat(self.messages(msgs))
+    except (ConnectionError, RuntimeError, OSError) as e: return self._fall_back(msgs, f"{type(e).__name__}: {e}")
+    if self.structured:
+        if (why := _schema_problem(self.last_reply)) is not None: return self._fall_back(msgs, why)
+        found = [json.loads(self.last_reply)]
+    else: found = [o for o in _json_objects(self.last_reply or "") if isinstance(o.get("memories"), list)]
+    if not found: return self._fall_back(msgs, 'no {"memories": [...]} object in the reply')
     turns = {m["turn"] for m in msgs}
     return [c for c in (_candidate(x, turns) for x in found[-1]["memories"]) if c is not None]
 
@@ -193,29 +294,64 @@ def _swap(text: str, old: str, new: str) -> str | None:
     rx = re.compile(rf"(?<![\w]){re.escape(old)}(?![\w])", re.I)
     return rx.sub(new, text, count=1) if rx.search(text) else None
 
+def _typed_values(text: str, kind: str, other: str, skip=()) -> list:
+    "Surfaces of the values of slot type `kind` in `text` (names read against `other`; names in `skip`, such as the speaker, left out)."
+    skip = {w.casefold() for s in skip for w in s.split()}
+    return [v for c, v in _slots(text, other).get(kind, {}).items() if not (kind == "name" and c in skip)]
+
+def _meant(cand: dict, earlier: list, new: str) -> tuple:
+    "For 'I meant X' (`replace = (None, X)`): (the rewritten earlier claim, its id), or (None, None). The speaker's latest claim with a value of X's type must hold exactly one."
+    kind = _value_type(new)
+    for prev in reversed(earlier):
+        if prev.get("who") != cand.get("who") or prev["kind"] == "correction": continue
+        found = _typed_values(prev["text"], kind, new, prev.get("entities") or ())
+        if not found: continue
+        text = _checked_swap(prev["text"], found[0], new) if len(found) == 1 else None   # two places: which one? stored as said
+        return ({**cand, "text": text, "kind": prev["kind"], "entities": prev.get("entities", [])}, prev["id"]) if text else (None, None)
+    return None, None
+
 @patch
 def _corrected(self: MemoryStore, cand: dict, earlier: list) -> tuple:
     "(the candidate a correction becomes, the id it corrects): the corrected earlier claim (this conversation's, else the store's), or (itself, None)."
+    for old, new in [cand["replace"]] + ([cand["dated"]] if cand.get("dated") else []):   # as said, then as dated ('Monday' → '2026-03-09')
+        if old is None:  # 'I meant X': only against this call's claims of the same speaker
+            got, prev_id = _meant(cand, earlier, new)
+            if got: return got, prev_id
+            continue
+        for prev in reversed(earlier):
+            if prev["kind"] != "correction" and (text := _checked_swap(prev["text"], old, new)):
+                return {**cand, "text": text, "kind": prev["kind"], "entities": prev.get("entities", [])}, prev["id"]
     old, new = cand["replace"]
-    for prev in reversed(earlier):
-        if prev["kind"] != "correction" and (text := _checked_swap(prev["text"], old, new)):
-            return {**cand, "text": text, "kind": prev["kind"], "entities": prev.get("entities", [])}, prev["id"]
+    if old is None: return cand, None
     for h in self.search(f"{cand['text']} {old}", k=5, kinds=["observation", "fact", "decision", "preference"]):
         if (text := _checked_swap(h.text, old, new)): return {**cand, "text": text, "kind": h.kind, "entities": list(h.entities)}, h.id
     return cand, None  # no rewrite that checks out: the correction is stored as said, and the door's judge reads it (18a)
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #b38706a3
 @patch
-def _write_correction(self: MemoryStore, item: dict, old_id: str) -> AddResult:
-    "Write the corrected claim `item` as a successor of memory `old_id` when the judge calls the pair an update (else a plain add)."
-    old = self.get(old_id)
-    decision = self.judge(old.text, item["text"]) if old.status == "active" else None
-    if decision is None or not decision.is_update: return self.add_many([item])[0]
-    now = self.clock()
-    fresh = _fresh(normalise_item(item, "", now, {}), self._encode([item["text"]])[0])
-    fresh.update(supersedes=old_id, reason=decision.reason)
-    with self._write() as rev: self._write_batch(fresh := [fresh], {}, set(), rev, now)
-    return AddResult(fresh[0]["id"], "updated", None, 1, old_id, decision.reason)
+def _mark_corrected(self: MemoryStore, episode_id: str | None, by: str, rev: int):
+    "Mark the raw turn `episode_id` (inside `_write`) as `corrected_by` the claim `by`: search never places it above that claim."
+    row = self._backend.row(episode_id) if episode_id else None
+    if row is None or row.status != "active": return
+    self._backend.update_many(("metadata",), [(episode_id, (_with_meta(row.metadata, corrected_by=by),))], rev)
+
+# %% ../../../nbs/memory/store/23b_chat.ipynb #36b3c002
+def corrections_first(ids: list, metadata: list, order: list, k: int) -> list:
+    "`order` (positions among candidates with `ids` and JSON `metadata`) with the claim that corrected a raw turn (its `corrected_by`) just above that turn; at most `k`."
+    at, out = {mid: j for j, mid in enumerate(ids)}, [int(j) for j in order]
+    for j in list(out):
+        if "corrected_by" not in metadata[j]: continue   # most turns: no JSON to read
+        c = at.get(json.loads(metadata[j]).get("corrected_by"))
+        if c is None or (c in out and out.index(c) < out.index(j)): continue
+        if c in out: out.remove(c)
+        out.insert(out.index(j), c)
+    return out[:k]
+
+@patch
+def _order_candidates(self: MemoryStore, rows, order, k: int):
+    "Chapter 23's hook in `search`: `corrections_first` over the candidate rows of the backend's index."
+    ix = self._backend.index
+    return np.asarray(corrections_first([ix.ids[r] for r in rows], [ix.metadata[r] for r in rows], order, k), dtype=np.int64)
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #2b3ea1e5
 @dataclass
@@ -263,17 +399,79 @@ def _extractor(extract) -> Extractor | None:
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #b8ac33bb
 @patch
-def _write_claims(self: MemoryStore, cands: list, episode_of: dict, session: str | None, at: dict, name: str) -> list:
-    "Write extracted candidates in order, corrections against what they correct; (AddResult, text, kind) per candidate."
-    out, earlier = [], []
-    for c in cands:
-        c, corrects = self._corrected(c, earlier) if c.get("replace") else (c, None)
-        meta = {"session": session, "from_turn": episode_of.get(c.get("turn")), "extracted_by": name}
-        item = dict(text=c["text"], kind=c["kind"], entities=c.get("entities") or None, source=session,
-                    timestamp=at.get(c.get("turn")), metadata={k: v for k, v in meta.items() if v is not None})
-        r = self._write_correction(item, corrects) if corrects else self.add_many([item])[0]
-        earlier.append({**c, "id": r.id}); out.append((r, c["text"], c["kind"]))
-    return out
+def _resolve_corrections(self: MemoryStore, cands: list) -> tuple:
+    "In memory, before any write: (the candidates with each correction rewritten into the claim it corrects, per candidate the target: None, ('cand', j) for candidate j of this call, or a stored memory's id)."
+    out, targets, earlier = [], [], []
+    for i, c in enumerate(cands):
+        c, target = self._corrected(c, earlier) if c.get("replace") else (c, None)
+        out.append(c); targets.append(target); earlier.append({**c, "id": ("cand", i)})   # a placeholder: ids come at the write
+    return out, targets
+
+def _claim_items(cands: list, session: str | None, at: dict, name: str) -> list:
+    "The items the candidates are written as (the episode of their turn, `from_turn`, is set once its id is known)."
+    meta = {k: v for k, v in {"session": session, "extracted_by": name}.items() if v is not None}
+    return [dict(text=c["text"], kind=c["kind"], entities=c.get("entities") or None, source=session, timestamp=at.get(c.get("turn")), metadata=meta)
+            for c in cands]
+
+def _own_fresh(plan: list) -> dict:
+    "{item position: its fresh index} for the items written as new memories (not merged): the first plan entry naming a fresh index made it."
+    own, seen = {}, set()
+    for i, (where, ref, _, _) in enumerate(plan):
+        if where == "new" and ref not in seen: own[i] = ref; seen.add(ref)
+    return own
+
+# %% ../../../nbs/memory/store/23b_chat.ipynb #36b4c001
+def _target_ref(target, plan: list, fresh: list, n_eps: int):
+    "Where a correction's target ended: ('fresh', index) of this batch, or a stored id (None: no target)."
+    if target is None: return None
+    if isinstance(target, tuple):
+        where, ref, _, _ = plan[n_eps + target[1]]
+        if where == "old": return ref
+        return ("fresh", ref)
+    return target
+
+@patch
+def _land_corrections(self: MemoryStore, plan: list, fresh: list, targets: list, n_eps: int) -> list:
+    "Make each rewritten correction supersede the claim it corrects when the judge calls the pair an update and the plan did not place it otherwise; [(correction's fresh index, target)] landed."
+    own, landed = _own_fresh(plan), []
+    for i, target in enumerate(targets):
+        p, ref = n_eps + i, _target_ref(target, plan, fresh, n_eps)
+        if ref is None or p not in own: continue   # merged into a memory: nothing of its own to link
+        cur = fresh[own[p]]
+        if cur["supersedes"] is None:   # the plan inserted it: the judge reads the pair it was rewritten from
+            row = self._backend.row(ref) if isinstance(ref, str) else None
+            if (row.status if row is not None else fresh[ref[1]]["status"]) != "active": continue   # already replaced: as the plan says
+            d = self.judge(row.text if row is not None else fresh[ref[1]]["text"], cur["text"])
+            if d is None or not d.is_update: continue   # a restatement or another claim: written as the plan says
+            cur.update(supersedes=ref, reason=d.reason, unsure_of=None if cur["unsure_of"] == ref else cur["unsure_of"])
+            if not isinstance(ref, str): fresh[ref[1]]["status"] = "superseded"
+            plan[p] = (plan[p][0], plan[p][1], plan[p][2], d)
+        if cur["supersedes"] == ref: landed.append((own[p], ref))
+    return landed
+
+# %% ../../../nbs/memory/store/23b_chat.ipynb #36b4c003
+@patch
+def _ingest(self: MemoryStore, eps: list, cands: list, targets: list, session: str | None, at: dict, name: str) -> tuple:
+    "Write the episodes and the claims with one encode call, one plan (chapter 23's `_plan_batch`: each against the index and the batch) and one transaction; (episode results, claim results)."
+    now, n = self.clock(), len(eps)
+    prepared = [normalise_item(it, f"items[{i}].", now, {}) for i, it in enumerate(eps + _claim_items(cands, session, at, name))]
+    if not prepared: return [], []
+    V = self._batch_vectors(prepared, None)
+    with self._write() as rev:
+        fresh, merges, plan, batch_ids = self._plan_batch(prepared, V, ())
+        landed = self._land_corrections(plan, fresh, targets, n)
+        auto = iter(self._backend.new_ids(sum(f["id"] is None for f in fresh), batch_ids))
+        for f in fresh: f["id"] = f["id"] or next(auto)
+        ids = [fresh[ref]["id"] if where == "new" else ref for where, ref, _, _ in plan]   # the memory each item ended in
+        episode_of = {e["metadata"]["turn"]: ids[i] for i, e in enumerate(eps)}
+        for p, k in _own_fresh(plan).items():
+            if p >= n and (ep := episode_of.get(cands[p - n].get("turn"))): fresh[k]["metadata"] = _with_meta(fresh[k]["metadata"], from_turn=ep)
+        turns = [(json.loads(fresh[ref[1]]["metadata"] if not isinstance(ref, str) else self._backend.row(ref).metadata).get("from_turn"), fresh[k]["id"])
+                 for k, ref in landed]   # the raw turn each landed correction rewrote
+        self._write_batch(fresh, merges, batch_ids, rev, now)
+        for turn, by in turns: self._mark_corrected(turn, by, rev)
+        results = [_add_result(*p, fresh, merges) for p in plan]
+    return results[:n], results[n:]
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #4ec407d6
 @patch
@@ -282,14 +480,15 @@ def add_messages(self: MemoryStore,
                  session: str | None = None,  # the conversation / session id (metadata and source of everything written)
                  timestamp=None,  # when the messages were written, for those without their own; None = now
                  extract=True) -> ChatResult:  # True: the offline rules; an Extractor (e.g. LLMExtractor(client)); False: turns only
-    "Store a conversation: each turn as an episode, then the facts, decisions, preferences and corrections it states (updates superseding)."
+    "Store a conversation: each turn as an episode and the facts, decisions, preferences and corrections it states (updates superseding), in one batch."
     self._check_open()
     if session is not None and (not isinstance(session, str) or not session.strip()): raise ValueError(f"session: expected a non-empty string, got {session!r}")
     ex, msgs, result = _extractor(extract), check_messages(messages, timestamp, self.clock()), ChatResult()
     items = _episodes(msgs, session, result.skipped)
-    result.episodes = self.add_many(items) if items else []
-    if ex is None: return result
-    episode_of = {it["metadata"]["turn"]: r.id for it, r in zip(items, result.episodes)}
+    who = {m["turn"]: m["speaker"] or m["role"] for m in msgs}  # whose claim: 'I meant X' corrects its own speaker's
+    cands = [{**c, "who": who.get(c.get("turn"))} for c in ex(msgs)] if ex is not None else []
+    cands, targets = self._resolve_corrections(cands)   # in memory, before the write (a search for a stored claim at most)
     at = {it["metadata"]["turn"]: it["timestamp"] for it in items}
-    result.memories = self._write_claims(ex(msgs), episode_of, session, at, getattr(ex, "name", type(ex).__name__))
+    result.episodes, claims = self._ingest(items, cands, targets, session, at, getattr(ex, "name", type(ex).__name__))
+    result.memories = [(r, c["text"], c["kind"]) for r, c in zip(claims, cands)]
     return result

@@ -398,6 +398,12 @@ def _hit(self: MemoryStore, r: int, rank: int, score: float, rel: float, rec: fl
                score=float(score), relevance=float(rel), recency=float(rec), frozen_relevance=float(cos), rank=rank,
                weights=(c.relevance_weight, c.recency_weight, c.importance_weight))
 
+# %% ../../../nbs/memory/store/23_operations.ipynb #36c0a7e1
+@patch
+def _order_candidates(self: MemoryStore, rows: np.ndarray, order: np.ndarray, k: int):
+    "A declared hook, called by `search` with its candidate `rows` and the positions it ranked among them (best first, at most `k`); a new `order` replaces it, None keeps it. Chapter 23b brings the claim that corrected a raw turn just above that turn. Does nothing."
+    return None
+
 # %% ../../../nbs/memory/store/23_operations.ipynb #f097a381
 @patch
 def search(self: MemoryStore,
@@ -428,6 +434,7 @@ def search(self: MemoryStore,
         score, rel, rec = self._blend(cands, rows, now)
         keep = np.flatnonzero(np.asarray(cands.scores) >= floor)  # the floor judges frozen relevance: a learner reorders, never hides
         order = keep[np.lexsort((keep, -score[keep]))][:k]
+        order = o if (o := self._order_candidates(rows, order, k)) is not None else order  # the declared hook: a raw turn a correction rewrote never leads it (23b, issue 36)
         hits = [self._hit(rows[j], rank, score[j], rel[j], rec[j], cosines[j]) for rank, j in enumerate(order, 1)]
         hit_rows = rows[order]
         conflicts = mark_conflicts(hits, np.asarray(ix.E[hit_rows], np.float32), list(zip(ix.created[hit_rows], hit_rows)), self.config)

@@ -23,8 +23,8 @@ Chats (nbs/memory/store/data/truth_chats.json): add_messages(messages) into a fr
   Corrupted claim: an extracted (non-episode) memory with a word bigram found in none of the chat's messages, after
   lowercasing, expanding common contractions, dropping apostrophes and punctuation, writing a month and its day as one
   word ("May 3" -> may_3) and ISO dates (and relative dates: today, tomorrow, next Friday, in 3 days ...)
-  as <date>; bigrams touching <date> or a speaker's name are exempt, "on <date>" counts as "<date>" (the date resolver
-  inserts the "on"), and a value swap a message states ("X, not Y", "not Y, it's X", "not Y but X": Y -> X, whole
+  as <date>; bigrams touching <date> or a speaker's name are exempt, "on <date>", "in <date>" and "the week of <date>"
+  count as "<date>" (the date resolver inserts them: "last month" -> "in 2026-11"), and a value swap a message states ("X, not Y", "not Y, it's X", "not Y but X": Y -> X, whole
   values; "I meant X": X after any word) may be applied to any message sentence first. So "My flight to Berlin is on
   May 5" passes after "Sorry, it's May 5, not May 3", and "... is on 5 3" fails ("on 5", "5 3").
 Concurrency (bundled MiniLM, always): 2 processes x 400 and 4 threads x 150 distinct numbered memories ("Item 17: buy
@@ -167,6 +167,7 @@ def norm(text: str, claim: bool) -> str:
     t = text.casefold().replace("\u2019", "'")
     t = _ISO.sub(" xdatex ", t)
     t = _REL_DATE.sub(" xdatex ", t)  # a claim may keep a relative date unresolved: no corruption
+    t = re.sub(r"\bthe\s(?:week|weekend)\sof\s+xdatex", " xdatex ", t)  # the resolver's "the week of 2026-11-23"
     t = re.sub(r"[a-z]+'[a-z]+", lambda m: _CONTRACTIONS.get(m.group(0), m.group(0).replace("'", "")), t).replace("'", "")
     t = re.sub(rf"\b({_MONTH})\.?\s(\d{{1,2}})(?:st|nd|rd|th)?\b", r"\1_\2", t)
     return re.sub(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?({_MONTH})\b", r"\2_\1", t)
@@ -174,7 +175,7 @@ def norm(text: str, claim: bool) -> str:
 
 def words(text: str, claim: bool) -> list:
     toks = re.findall(r"[a-z0-9_]+", norm(text, claim))
-    if claim: toks = [w for i, w in enumerate(toks) if not (w == "on" and i + 1 < len(toks) and toks[i + 1] == "xdatex")]
+    if claim: toks = [w for i, w in enumerate(toks) if not (w in ("on", "in") and i + 1 < len(toks) and toks[i + 1] == "xdatex")]
     return toks
 
 

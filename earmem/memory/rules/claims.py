@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from .updates import Decision, _extract, clean_text, judge_change, topic_words
 
 # %% auto #0
-__all__ = ['normalise', 'Claim', 'claim_frame', 'frame_judge', 'judge_claims']
+__all__ = ['normalise', 'Claim', 'claim_frame', 'frame_judge', 'new_clauses', 'judge_claims']
 
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #a2db9ffd
 _I = re.IGNORECASE
@@ -297,7 +297,7 @@ def _cls(c: Claim) -> str:
         return "residence"  # "moved to Rome" (not "moved to Monday")
     if c.subject.split()[-1:] and c.subject.split()[-1] in _ROLE_NOUNS: return "role"
     if c.verb in ("be", "") and set(c.slots) & set(_VALUE_SLOTS): return "value"  # "the rent is $1200": the subject's one value
-    if c.verb in ("start", "find", "get") and "job" in c.obj_words: return "work"
+    if c.verb in ("start", "find", "get", "be") and "job" in c.obj_words: return "work"   # "I just started a new job at X" (start reads as be)
     if c.verb == "be" and c.obj_words & {"unemployed", "jobless", "retired"}: return "work"
     if c.verb == "leave" and c.obj_words: return "work"
     return c.verb or "?"
@@ -362,6 +362,8 @@ def _same_subject_verdict(a: Claim, b: Claim) -> tuple:
     va, vb = _values(a), _values(b)
     diff = _values_differ(va, vb)
     sa, sb = a.slots.get("state", frozenset()), b.slots.get("state", frozenset())
+    if b.terminate and not a.terminate and a.verb and any(_lemma(w) == a.verb for w in b.obj_words):   # "I quit smoking" ends "I smoke …"
+        return "update", f"{b.verb}: '{a.verb}' no longer holds"
     if a.negated != b.negated:
         if only_a and only_b: return "distinct", f"a negation about another thing ({', '.join(sorted(only_a))} / {', '.join(sorted(only_b))})"
         if ca == cb or not (only_a and only_b) or shared:
@@ -413,9 +415,22 @@ def frame_judge(old: str, new: str) -> tuple:
     return ("distinct", why) if action == "distinct" else ("unsure", f"{why}, if '{a.subject}' is '{b.subject}'")
 
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #33123ebe
+_CLAUSE = re.compile(r"(?:,|;)\s+(?=(?:(?:and|so|but)\s+)?(?:now\s+)?(?:i|we|he|she|they|the|my|our|it)\b)", re.I)
+
+def new_clauses(text: str) -> list:
+    "The clauses of a new claim ('I don't drink green tea anymore, I switched to orange juice'), each at least three words; [] for one clause."
+    parts = [p.strip() for p in _CLAUSE.split(text)]
+    return parts if len(parts) > 1 and all(len(p.split()) >= 3 for p in parts) else []
+
 def judge_claims(old: str, new: str) -> Decision:
     "The truth `Judge`: 'update' only when both claims hold one subject and one attribute and the value changed; 'unsure' keeps both."
     action, why = frame_judge(old, new)
+    if action in ("distinct", "unsure"):   # a compound new claim replaces the old one when one of its clauses does
+        for part in new_clauses(new):
+            a2, w2 = frame_judge(old, part)
+            if a2 == "update": action, why = a2, f"{w2} (in '{part}')"; break
+    if action == "update" and new_clauses(old):   # the old memory says more than the part replaced: hiding it would lose the rest
+        action, why = "unsure", f"{why}; the old memory holds {len(new_clauses(old))} clauses"
     if action in ("distinct", "unsure"):
         words = lambda t: topic_words(_extract(t)[1]) | {w.casefold() for w in re.findall(r"\b[A-Z]\w+", t)}
         slots = judge_change(old, new)

@@ -163,6 +163,7 @@ _EXTRACTORS = [  # (slot, pattern, canonical value of a match's groups); applied
     *_ID_EXTRACTORS,  # identifiers next: their digits are no date, phone or quantity
     ("quoted", re.compile(r"\"([^\"]{1,80})\"|(?<!\w)'([^']{1,80})'(?!\w)"), lambda g: clean_text(g[1] or g[2]).casefold()),
     ("date", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b"), lambda g: _date(g["y"], int(g["m"]), g["d"])),
+    ("date", re.compile(r"\b(?P<y>\d{4})-(?P<m>0[1-9]|1[0-2])\b(?!-\d)"), lambda g: _date(g["y"], int(g["m"]), None)),  # a month, as chat dates write it
     ("date", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b"), lambda g: f"{g['y']}-{g['a']}/{g['b']}"),
     ("phone", re.compile(r"(?<![\w.,])\+?\d[\d ().-]{5,}\d(?![\w,]|\.\d)"), lambda g: _phone(g[0])),
     ("version", re.compile(r"\b(?:v|version\s*)(?P<v>\d+(?:\.\d+)*)\b|\b(?P<w>\d+\.\d+\.\d+)\b", _I), lambda g: "v" + (g["v"] or g["w"])),

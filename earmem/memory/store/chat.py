@@ -129,7 +129,8 @@ class Extractor(Protocol):
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])|\n+")
 _TRAILER = re.compile(r",?\s(?:by the way|btw|though|I think|please)\s*[.!]?$", re.I)
-_OPENER = re.compile(r"^(?:(?:oh|ok|okay|so|btw|by the way|also|and|well|hey|um|fyi|actually|sorry|no)\b[,!.]?\s*)+", re.I)
+_OPENER = re.compile(r"^(?:(?:oh|ok|okay|so|btw|by the way|also|and|well|hey|um|fyi|actually|sorry|no)\b[,!.]?\s*|"
+                     r"(?:big|good|bad|great|some|quick)?\s?(?:news|update|heads up|fun fact)\s*[:!,-]+\s*)+", re.I)  # "Big news: I moved …"
 _REPLACE = re.compile(r"(?P<new>[\w:.$€£]+)\s*,?\s*not\s(?P<old>[\w:.$€£]+)|\bnot\s(?P<old2>[\w:.$€£]+)\s*,?\s*(?:but|it's|it is)\s(?P<new2>[\w:.$€£]+)", re.I)
 
 _MEANT = re.compile(r"\b(?:I\smeant|correction\s*:)\s+(?P<new>[^,;!?]+?)\s*[.!]*$", re.I)
@@ -327,14 +328,6 @@ def _corrected(self: MemoryStore, cand: dict, earlier: list) -> tuple:
         if (text := _checked_swap(h.text, old, new)): return {**cand, "text": text, "kind": h.kind, "entities": list(h.entities)}, h.id
     return cand, None  # no rewrite that checks out: the correction is stored as said, and the door's judge reads it (18a)
 
-# %% ../../../nbs/memory/store/23b_chat.ipynb #b38706a3
-@patch
-def _mark_corrected(self: MemoryStore, episode_id: str | None, by: str, rev: int):
-    "Mark the raw turn `episode_id` (inside `_write`) as `corrected_by` the claim `by`: search never places it above that claim."
-    row = self._backend.row(episode_id) if episode_id else None
-    if row is None or row.status != "active": return
-    self._backend.update_many(("metadata",), [(episode_id, (_with_meta(row.metadata, corrected_by=by),))], rev)
-
 # %% ../../../nbs/memory/store/23b_chat.ipynb #36b3c002
 def corrections_first(ids: list, metadata: list, order: list, k: int) -> list:
     "`order` (positions among candidates with `ids` and JSON `metadata`) with the claim that corrected a raw turn (its `corrected_by`) just above that turn; at most `k`."
@@ -459,17 +452,14 @@ def _ingest(self: MemoryStore, eps: list, cands: list, targets: list, session: s
     V = self._batch_vectors(prepared, None)
     with self._write() as rev:
         fresh, merges, plan, batch_ids = self._plan_batch(prepared, V, ())
-        landed = self._land_corrections(plan, fresh, targets, n)
+        self._land_corrections(plan, fresh, targets, n)   # the raw turns they rewrite are marked by chapter 23's `_link_updates`
         auto = iter(self._backend.new_ids(sum(f["id"] is None for f in fresh), batch_ids))
         for f in fresh: f["id"] = f["id"] or next(auto)
         ids = [fresh[ref]["id"] if where == "new" else ref for where, ref, _, _ in plan]   # the memory each item ended in
         episode_of = {e["metadata"]["turn"]: ids[i] for i, e in enumerate(eps)}
         for p, k in _own_fresh(plan).items():
             if p >= n and (ep := episode_of.get(cands[p - n].get("turn"))): fresh[k]["metadata"] = _with_meta(fresh[k]["metadata"], from_turn=ep)
-        turns = [(json.loads(fresh[ref[1]]["metadata"] if not isinstance(ref, str) else self._backend.row(ref).metadata).get("from_turn"), fresh[k]["id"])
-                 for k, ref in landed]   # the raw turn each landed correction rewrote
         self._write_batch(fresh, merges, batch_ids, rev, now)
-        for turn, by in turns: self._mark_corrected(turn, by, rev)
         results = [_add_result(*p, fresh, merges) for p in plan]
     return results[:n], results[n:]
 

@@ -51,7 +51,7 @@ def _with_meta(meta_json: str, **extra) -> str:
 @patch
 def _link_updates(self: MemoryStore, fresh: list, rev: int, now: float) -> list:
     "Set the supersede links of a written batch (inside `_write`); returns their audit entries."
-    audit, stored = [], []
+    audit, stored, turns = [], [], []
     for f in fresh:
         if f.get("unsure_of") is not None:  # kept beside a memory it may replace (18a): both stay, the link says which
             mine = fresh[f["unsure_of"][1]]["id"] if isinstance(f["unsure_of"], tuple) else f["unsure_of"]
@@ -62,9 +62,19 @@ def _link_updates(self: MemoryStore, fresh: list, rev: int, now: float) -> list:
         f["metadata"] = _with_meta(f["metadata"], supersedes=f["supersedes"])
         if old is not None: old["metadata"] = _with_meta(old["metadata"], superseded_by=f["id"], valid_to=iso(f["created"]))
         else: stored.append((f["supersedes"], ("superseded", _with_meta(self._backend.row(f["supersedes"])[12], superseded_by=f["id"], valid_to=iso(f["created"])))))
+        turns.append((json.loads(old["metadata"] if old is not None else stored[-1][1][1]).get("from_turn"), f["id"]))
         audit.append((now, f["supersedes"], "supersede", {"by": f["id"], "text": f["text"], "reason": f["reason"]}))
     self._backend.update_many(("status", "metadata"), stored, rev)
+    self._mark_stale_turns([t for t in turns if t[0]], {f["id"]: f for f in fresh}, rev)
     return audit
+
+@patch
+def _mark_stale_turns(self: MemoryStore, turns: list, fresh: dict, rev: int):
+    "Mark each raw turn a superseded claim was read from (its `from_turn`, chapter 23b) `corrected_by` the claim that replaced it."
+    for turn, by in turns:
+        if turn in fresh: fresh[turn]["metadata"] = _with_meta(fresh[turn]["metadata"], corrected_by=by); continue   # written with this batch
+        row = self._backend.row(turn)
+        if row is not None and row.status == "active": self._backend.update_many(("metadata",), [(turn, (_with_meta(row.metadata, corrected_by=by),))], rev)
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #3b0e001a
 @patch
@@ -112,6 +122,12 @@ _PREFERENCE = re.compile(r"\b(?:i|we)\s(?:really\s|also\s)?(?:like|love|prefer|e
                          r"\bfavou?rite\b|\bprefers?\b|\ballergic\b", re.I)
 _STATEMENT = re.compile(r"\b(?:my\s\w+(?:\s\w+)?\s(?:is|are|was)|i\s(?:am|'m|live|work|have|own|study|moved)|"
                         r"(?:is|are)\s(?:at|on|in|due|scheduled|booked)|moved\sto|starts?\sat)\b", re.I)
+_DOES = re.compile(r"\b(?:i|we)\s(?:(?:just|now|also|still|recently|finally|already|no longer|never|usually|always|don't|do not|didn't)\s)*"
+                   r"(?:live|work|drink|eat|own|have|study|moved|started|joined|quit|left|switched|got|take|use|drive|run|play|teach|speak|"
+                   r"sold|bought|adopted|gave|stopped|changed|transferred|relocated|report|lead|manage|rent|smoke|cancell?ed)\b|"
+                   r"\bi(?:'m|\sam)\s(?:a|an|now|no longer|not|currently|based|married|single|vegetarian|vegan|retired|unemployed)\b", re.I)
+_SOMEONE_DOES = re.compile(r"\b[A-Z][a-z]+\s(?:(?:just|now|also|still|recently|finally|no longer)\s)?(?:lives|works|moved|drinks|eats|owns|has|"
+                           r"studies|started|joined|quit|left|switched|teaches|speaks|drives|leads|manages|reports|rents)\b")  # "Ana lives in Paris"
 
 def infer_kind(text: str) -> str | None:
     "'correction', 'decision', 'preference' or 'fact' for a claim; None for a question, chatter or a sentence stating nothing specific."
@@ -120,12 +136,11 @@ def infer_kind(text: str) -> str | None:
     for kind, rx in (("correction", _CORRECTION), ("decision", _DECISION), ("preference", _PREFERENCE)):
         if rx.search(t): return kind
     specific = set(slots(t)) - {"negation", "name"}
-    return "fact" if specific or _STATEMENT.search(t) else None
+    return "fact" if specific or _STATEMENT.search(t) or _DOES.search(t) or _SOMEONE_DOES.search(t) else None
 
 def default_kind(text: str) -> str:
     "The kind `add` gives a memory stored without one: `infer_kind`'s answer, else 'observation'."
     return infer_kind(text) or "observation"
-
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #14376487
 _BATCH_DEFAULTS = {"kind", "entities", "importance", "timestamp", "source", "confidence", "store", "metadata"}

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import argparse, functools, importlib, json
 from pathlib import Path
+from .. import __version__
 from ..core import check_positive_int
 from ..memory.store.agent_view import (ArgumentError, MemoryTools, TOOL_DESCRIPTIONS, TOOL_NAMES, UserTools, error_json, hit_json, record_json,
                                  tool_schema, tools_for)
@@ -31,25 +32,32 @@ def require(module: str, extra: str):
 # %% ../../nbs/serve/28_mcp.ipynb #14d1bd88
 MCP_TOOLS = TOOL_NAMES  # every operation of the tool layer is an MCP tool
 
+def _is_error(out) -> bool: return isinstance(out, dict) and set(out) == {"error"}   # the tool layer's one error shape
+
+def _tool_error(out: dict):
+    "The SDK's `ToolError` carrying the error JSON `out` as its message: the call's result gets `isError: true` and `out` as its text."
+    return require("mcp.server.mcpserver.exceptions", "mcp").ToolError(json.dumps(out, ensure_ascii=False))
+
 @functools.cache
 def _schema_tool_class():
-    "The SDK's `Tool` whose arguments go, as one dict, to its function: the input schema is given, the checks are the tool layer's."
+    "The SDK's `Tool` whose arguments go, as one dict, to its function: the input schema is given, the checks are the tool layer's; an error answer raises."
     base = require("mcp.server.mcpserver.tools.base", "mcp")
     class SchemaTool(base.Tool):
         async def run(self, arguments: dict, context=None, convert_result: bool = False):
-            out = self.fn(arguments)
+            try: out = self.fn(arguments)
+            except Exception as e: out = error_json(e)   # whatever the layer let through is still an error in the one shape
+            if _is_error(out): raise _tool_error(out)
             return self.fn_metadata.convert_result(out) if convert_result else out
     return SchemaTool
 
 @functools.cache
 def _memory_server_class():
-    "The SDK's `MCPServer` answering a call of a tool it lacks in the tool layer's error shape, {'error': 'name: unknown tool …'}."
+    "The SDK's `MCPServer` answering a call of a tool it lacks as an error in the tool layer's shape, {'error': 'name: unknown tool …'}."
     mcpserver = require("mcp.server.mcpserver", "mcp")
     class MemoryServer(mcpserver.MCPServer):
         async def call_tool(self, name, arguments, context=None):
             if self._tool_manager.get_tool(name) is None:
-                anyone = next(iter(self._tool_manager.list_tools()))
-                return anyone.fn_metadata.convert_result(error_json(ArgumentError(f"name: unknown tool {name!r}; expected one of {list(MCP_TOOLS)}")))
+                raise _tool_error(error_json(ArgumentError(f"name: unknown tool {name!r}; expected one of {list(MCP_TOOLS)}")))
             return await super().call_tool(name, arguments, context)
     return MemoryServer
 
@@ -84,9 +92,10 @@ def _context_prompt(t: MemoryTools):
     return memory_context
 
 def build_mcp_server(store: MemoryStore | StorePool | MemoryTools | UserTools, name: str = "earmem"):
-    "An `mcp.server.mcpserver.MCPServer` exposing `store` (one store, or a pool of users' stores) as one tool per operation of the tool layer, and a prompt."
+    "An `mcp.server.mcpserver.MCPServer` exposing `store` (one store, or a pool of users' stores) as one tool per operation of the tool layer, and a prompt; it reports earmem's version."
     t = tools_for(store)
-    server = _memory_server_class()(name, instructions=_INSTRUCTIONS, log_level="WARNING", tools=[mcp_tool(t, n) for n in MCP_TOOLS])
+    server = _memory_server_class()(name, version=__version__, instructions=_INSTRUCTIONS, log_level="WARNING",
+                                    tools=[mcp_tool(t, n) for n in MCP_TOOLS])
     server.prompt(name="memory_context")(_context_prompt(t))
     server.memory_tools = t
     return server

@@ -70,3 +70,27 @@ def test_readme_commands_exist():
         if len(words) > 1:
             sub = _choices(_help(words[:1]))
             assert words[1] in sub, f'README: `earmem {" ".join(words)}`: `earmem {words[0]} --help` lists {sorted(sub)}'
+
+def _readme_mcp_tools(readme: str) -> list:
+    "The tool names of the README's sentence 'The N tools it lists, …: `a`, `b`, ….'"
+    m = re.search(r'^The (\d+) tools it lists\b.*?: (`.*?`)\.$', readme, re.M)
+    assert m, 'README.md names no MCP tools ("The N tools it lists …: `search`, …."): run python tools/make_readme.py'
+    names = re.findall(r'`([^`]+)`', m.group(2))
+    assert len(names) == int(m.group(1)), f'the README says {m.group(1)} tools and names {len(names)}'
+    return names
+
+def test_readme_lists_the_tools_the_mcp_server_lists(tmp_path):
+    "The README's MCP tool list is the one a client gets from the server (asked through the SDK's own client)."
+    pytest.importorskip('mcp')
+    import anyio
+    from mcp.client import Client
+    from earmem.memory.rules.hygiene import HashingEncoder
+    from earmem.memory.store import MemoryStore
+    from earmem.serve.mcp import build_mcp_server
+    async def listed(server):
+        async with Client(server) as c: return [t.name for t in (await c.list_tools()).tools]
+    with MemoryStore(tmp_path / 's', encoder=HashingEncoder(16)) as store:
+        served = anyio.run(listed, build_mcp_server(store))
+    readme = _readme_mcp_tools(README.read_text(encoding='utf-8'))
+    assert readme == served, f'README.md lists {readme}; the server lists {served}: run python tools/make_readme.py'
+    assert _readme_mcp_tools('The 2 tools it lists, each taking `user_id`: `search`, `add`.') == ['search', 'add']

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/serve/28_mcp.ipynb #f272d794
 from __future__ import annotations
-import argparse, functools, importlib, json
+import argparse, functools, importlib, json, sys
 from pathlib import Path
 from .. import __version__
 from ..core import check_positive_int
@@ -16,8 +16,8 @@ from ..memory.store.trust import server_guard
 from .access import Limits, clean_message, json_nesting, limit_problem, load_keys, protect, require_keys
 
 # %% auto #0
-__all__ = ['MCP_TOOLS', 'require', 'mcp_tool', 'build_mcp_server', 'jsonrpc_problem', 'serve_mcp', 'main', 'show_transcript',
-           'stdio_transcript', 'MemoryTools', 'TOOL_NAMES', 'record_json', 'hit_json']
+__all__ = ['MCP_TOOLS', 'require', 'mcp_tool', 'build_mcp_server', 'jsonrpc_problem', 'load_encoder', 'serve_mcp', 'main',
+           'show_transcript', 'stdio_transcript', 'MemoryTools', 'TOOL_NAMES', 'record_json', 'hit_json']
 
 # %% ../../nbs/serve/28_mcp.ipynb #9c280001
 _all_ = ["MemoryTools", "TOOL_NAMES", "record_json", "hit_json"]  # the tool layer's names, where they were served from before
@@ -136,17 +136,38 @@ async def _serve_stdio(server):
         await server._lowlevel_server.run(r, w, server._lowlevel_server.create_initialization_options())
 
 
+# %% ../../nbs/serve/28_mcp.ipynb #41b0ad02
+def _say(message: str) -> None:
+    "A server's status line, on stderr (over stdio, stdout is the MCP channel)."
+    print(f"earmem: {message}", file=sys.stderr, flush=True)
+
+def _pool_encoder(pool: StorePool):
+    "The encoder `pool`'s stores share, found without creating a user; None when no stored user has one yet."
+    if pool.encoder is not None or "://" not in str(pool.path): return pool._shared_encoder()
+    users = [pool.pinned] if pool.pinned else pool.namespaces()
+    return pool.store(users[0], create=False).encoder if users and pool.stored(users[0]) else None
+
+def load_encoder(pool: StorePool, say=_say) -> float | None:
+    "Load the model of `pool`'s encoder now, saying what and about how long before, and how long it took after; the seconds (None: nothing to load)."
+    enc = _pool_encoder(pool)
+    if enc is None or not callable(getattr(enc, "load", None)): return None
+    say(f"loading the encoder {enc.model_id} before serving ({enc.load_note()}) …")
+    seconds = enc.load()
+    say(f"encoder loaded in {seconds:.1f} s")
+    return seconds
+
 # %% ../../nbs/serve/28_mcp.ipynb #a1f9b6d2
 def serve_mcp(store_path: str | Path, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
               namespace: str | None = None) -> None:
-    "Serve every user of the store at `store_path` (folder or URL; pinned to one user by `namespace`) over MCP: transport 'stdio' or 'http' (streamable HTTP on host:port, path /mcp)."
+    "Serve every user of the store at `store_path` (folder or URL; pinned to one user by `namespace`) over MCP: transport 'stdio' or 'http' (streamable HTTP on host:port, path /mcp); the model is loaded before the server answers."
     if transport not in ("stdio", "http"): raise ValueError(f"transport: expected 'stdio' or 'http', got {transport!r}")
     port = check_positive_int(port, "port")
     keys = load_keys() if transport == "http" else []
     if transport == "http": require_keys(host, keys)  # beyond loopback only with keys (from the environment)
     pool = StorePool(store_path, namespace=namespace, on_open=server_guard(authenticated=bool(keys) or transport == "stdio"), max_open=server_max_open())  # ch. 23c
-    server = build_mcp_server(pool)
     try:
+        load_encoder(pool)                             # before the server answers: its first call does not wait for the model
+        server = build_mcp_server(pool)
         if transport == "stdio": require("anyio", "mcp").run(_serve_stdio, server)
         else: require("uvicorn", "server").run(protect(server.streamable_http_app(host=host), pool, host=host, keys=keys),
                                                host=host, port=port, log_level="warning")

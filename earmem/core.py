@@ -420,14 +420,15 @@ def _encode_in_chunks(self: Encoder, missing: list, role: str, progress: bool | 
     step = self.batch_size * 16
     self._load()                                                # the rate measures encoding, not model loading
     out, t0 = {}, time.perf_counter()
-    with tqdm(total=len(todo), desc=f"encoding {'queries' if role == 'query' else role + 's'}", unit="text", disable=not show, leave=False) as bar:
+    what = "queries" if role == "query" else f"{role}s"                # 'encoded 1,269 queries', never 'querys'
+    with tqdm(total=len(todo), desc=f"encoding {what}", unit="text", disable=not show, leave=False) as bar:
         for i in range(0, len(todo), step):
             part = todo[i:i + step]
             new = dict(zip([k for k, _ in part], self._encode_missing([t for _, t in part], role, False)))
             if self.cache is not None: self.cache.put(self.model_id, new)     # resumable: done chunks are on disk
             out.update(new); bar.update(len(part))
     self.rate = len(todo) / max(time.perf_counter() - t0, 1e-9)
-    if show: print(f"encoded {len(todo)} {role}s at {self.rate:.0f} texts/s ({self.model_id})")
+    if show: print(f"encoded {len(todo):,} {what} at {self.rate:.0f} texts/s ({self.model_id})")
     return out
 
 # %% ../nbs/core/00_core.ipynb #5ea9a53c

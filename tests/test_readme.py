@@ -94,3 +94,14 @@ def test_readme_lists_the_tools_the_mcp_server_lists(tmp_path):
     readme = _readme_mcp_tools(README.read_text(encoding='utf-8'))
     assert readme == served, f'README.md lists {readme}; the server lists {served}: run python tools/make_readme.py'
     assert _readme_mcp_tools('The 2 tools it lists, each taking `user_id`: `search`, `add`.') == ['search', 'add']
+
+def test_the_quick_starts_write_only_where_git_ignores(tmp_path):
+    "The folders the README's Python blocks write into the clone (a store folder, a saved learner) are ignored by git."
+    import shutil, subprocess
+    if shutil.which('git') is None or not (ROOT / '.git').exists(): pytest.skip('not a git checkout')
+    code = '\n'.join(re.findall(r'```python\n(.*?)```', README.read_text(encoding='utf-8'), re.S))
+    folders = set(re.findall(r'MemoryStore\("\./([^"/]+)"', code)) | set(re.findall(r'\.save\("([^"/]+)"\)', code))
+    assert {'agent-memory', 'run'} <= folders, folders
+    for f in folders:
+        r = subprocess.run(['git', 'check-ignore', '-q', f'{f}/x'], cwd=ROOT)
+        assert r.returncode == 0, f'README writes ./{f}/ into the clone and git does not ignore it: add /{f}/ to .gitignore'

@@ -105,3 +105,8 @@ def test_the_quick_starts_write_only_where_git_ignores(tmp_path):
     for f in folders:
         r = subprocess.run(['git', 'check-ignore', '-q', f'{f}/x'], cwd=ROOT)
         assert r.returncode == 0, f'README writes ./{f}/ into the clone and git does not ignore it: add /{f}/ to .gitignore'
+
+def test_the_install_line_asks_for_the_cpu_torch():
+    "A plain `pip install torch` pulls the CUDA build on Linux: the README's install names PyTorch's CPU wheel index."
+    lines = [l for l in README.read_text(encoding='utf-8').splitlines() if l.startswith('pip install torch')]
+    assert lines and all('--index-url https://download.pytorch.org/whl/cpu' in l for l in lines), lines

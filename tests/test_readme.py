@@ -110,3 +110,13 @@ def test_the_install_line_asks_for_the_cpu_torch():
     "A plain `pip install torch` pulls the CUDA build on Linux: the README's install names PyTorch's CPU wheel index."
     lines = [l for l in README.read_text(encoding='utf-8').splitlines() if l.startswith('pip install torch')]
     assert lines and all('--index-url https://download.pytorch.org/whl/cpu' in l for l in lines), lines
+
+def test_the_agent_quick_starts_run(tmp_path, monkeypatch, capsys):
+    "The README's agent quick start and its retriever example run as written (in a scratch folder) and print what it shows."
+    pytest.importorskip('langchain_core'); pytest.importorskip('llama_index.core')
+    blocks = [b for b in re.findall(r'```python\n(.*?)```', README.read_text(encoding='utf-8'), re.S) if './agent-memory' in b]
+    assert len(blocks) == 2, 'expected the agent quick start and the retriever example'
+    monkeypatch.chdir(tmp_path)
+    for b in blocks: exec(compile(b, 'README.md', 'exec'), {})
+    out = capsys.readouterr().out
+    assert "action='updated'" in out and 'The standup moved to 3pm | The standup moved to 3pm' in out, out

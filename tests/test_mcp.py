@@ -35,7 +35,9 @@ def run_client(server, script):
         async with Client(server) as c:
             async def call(name, args):
                 res = await c.call_tool(name, args)
-                return json.loads(res.content[0].text) if not res.is_error else {"is_error": res.content[0].text}
+                out = json.loads(res.content[0].text)   # an answer, or {"error": …} on a call flagged is_error
+                assert res.is_error == (set(out) == {"error"}), (name, args, res.is_error, out)
+                return out
             return await script(call, c)
     return anyio.run(go)
 
@@ -114,6 +116,96 @@ def test_structured_errors_never_crash(server):
     assert misspelt["error"].startswith("kind: unknown argument of search (did you mean 'kinds'?)")
     assert unknown["error"].startswith("colour: unknown argument of add")
     assert ok["action"] == "inserted"
+
+
+WRONG = [("string", "x"), ("integer", 12345), ("array", ["x"]), ("object", {"x": 1}), ("boolean", True)]  # a value of each JSON type
+SAMPLES = {"query": QUESTION, "text": DECISION, "id": "m1", "reason": "checked by hand",   # a valid value of each required argument
+           "messages": [{"role": "user", "name": "Dana", "content": "I prefer aisle seats on flights."}]}
+ALSO = {"update": {"importance": 0.9}}   # a tool that needs more than its required arguments to do something
+
+
+def valid_arguments(tool) -> dict:
+    "Arguments with which `tool` (as the server lists it) succeeds on the seeded store."
+    return {**{r: SAMPLES[r] for r in tool.input_schema.get("required", [])}, **ALSO.get(tool.name, {})}
+
+
+def wrong_value(prop: dict):
+    "A value of a JSON type `prop` (a property's schema) does not allow."
+    allowed = {prop.get("type", "string")} if isinstance(prop.get("type", "string"), str) else set(prop["type"])
+    if "number" in allowed: allowed.add("integer")
+    return next(v for t, v in WRONG if t not in allowed)
+
+
+def failing_calls(tool) -> list:
+    "(what, arguments, the argument the error must name) for `tool` (as the server lists it): valid arguments but one thing wrong."
+    schema, ok = tool.input_schema, valid_arguments(tool)
+    calls = [("unknown argument", {**ok, "not_an_argument": 1}, "not_an_argument")]
+    calls += [(f"wrong type of {p}", {**ok, p: wrong_value(prop)}, p) for p, prop in schema["properties"].items()]
+    calls += [(f"missing {r}", {k: v for k, v in ok.items() if k != r}, r) for r in schema.get("required", [])]
+    if "id" in schema["properties"]: calls.append(("unknown memory id", {**ok, "id": "m404"}, "id"))
+    return calls
+
+
+def seeded_server(path):
+    "A server over a store holding m1 (the decision) after one search, so every tool has something to act on."
+    from earmem.serve.mcp import build_mcp_server
+    store = toy_store(path)
+    store.add(DECISION, "decision", entities=["Dana"])
+    server = build_mcp_server(store)
+    server.memory_tools.call("search", {"query": QUESTION})
+    return server
+
+
+def listed_tools(server) -> list:
+    async def script(call, c): return (await c.list_tools()).tools
+    return run_client(server, script)
+
+
+def test_every_tool_has_samples_for_its_required_arguments(server):
+    missing = {(t.name, r) for t in listed_tools(server) for r in t.input_schema.get("required", []) if r not in SAMPLES}
+    assert not missing, f"add a valid sample value to SAMPLES for: {sorted(missing)}"
+
+
+def test_every_failing_call_is_an_error_a_host_sees(tmp_path):
+    "Every tool the server lists × every way to get one argument wrong: is_error true, one {'error': …} naming the argument."
+    server = seeded_server(tmp_path / "s")
+    tools = listed_tools(server)
+    async def script(call, c):
+        out = []
+        for tool in tools:
+            for what, args, arg in failing_calls(tool):
+                res = await c.call_tool(tool.name, args)
+                out.append((tool.name, what, arg, res.is_error, res.content[0].text))
+        res = await c.call_tool("forget_everything", {})
+        return out + [("forget_everything", "unknown tool", "name", res.is_error, res.content[0].text)]
+    results = run_client(server, script)
+    assert {r[0] for r in results} == {t.name for t in tools} | {"forget_everything"} and len(results) > 3 * len(tools)
+    for name, what, arg, is_error, text in results:
+        assert is_error is True, (name, what, text)
+        body = json.loads(text)
+        assert list(body) == ["error"] and body["error"].startswith(f"{arg}:"), (name, what, body)
+
+
+def test_every_tool_succeeds_without_error(tmp_path):
+    "One call per tool with valid arguments, each on a fresh seeded store (retract, delete or clear change what the next sees)."
+    tools = listed_tools(seeded_server(tmp_path / "listed"))
+    for i, tool in enumerate(tools):
+        args = valid_arguments(tool)
+        async def script(call, c): return await c.call_tool(tool.name, args)
+        res = run_client(seeded_server(tmp_path / f"s{i}"), script)
+        assert res.is_error is False, (tool.name, args, res.content[0].text)
+        assert "error" not in json.loads(res.content[0].text), (tool.name, res.content[0].text)
+    from earmem.serve.mcp import MCP_TOOLS
+    assert [t.name for t in tools] == list(MCP_TOOLS)
+
+
+def test_initialize_reports_the_version(server):
+    import configparser
+    import earmem
+    async def script(call, c): return c.server_info
+    info = run_client(server, script)
+    cfg = configparser.ConfigParser(); cfg.read(ROOT / "settings.ini")
+    assert (info.name, info.version) == ("earmem", earmem.__version__) == ("earmem", cfg["DEFAULT"]["version"])
 
 
 def test_correct_history_and_prompt(server):

@@ -54,6 +54,11 @@ def test_cli_stats(urls):
             main(["memory", "get", "m404", "--store", url, "--encoder", "hashing-64"])
         assert hits(out.getvalue(), err.getvalue()) == [], (out.getvalue(), err.getvalue())
 
+async def _answer(tool, args):
+    "What an MCP tool answers: its result, or the text of the error it raises (what the host is sent, flagged is_error)."
+    try: return await tool.run(args)
+    except Exception as e: return str(e)
+
 def test_http_and_mcp(urls):
     for url in urls:
         with StorePool(url, encoder=HashingEncoder(64)) as pool:
@@ -62,7 +67,8 @@ def test_http_and_mcp(urls):
                     c.get("/nowhere").text, c.get("/users").text]
             server = build_mcp_server(pool)
             stats, get = (server._tool_manager.get_tool(n) for n in ("stats", "get"))
-            outs += [anyio.run(stats.run, {"user_id": "web"}), anyio.run(get.run, {"user_id": "web", "id": "m404"})]
+            outs += [anyio.run(_answer, stats, {"user_id": "web"}), anyio.run(_answer, get, {"user_id": "web", "id": "m404"})]
+            assert outs[-1].startswith('{"error": "user_id: '), outs[-1]   # the error was read, not lost
             assert hits(*outs) == [], outs
 
 @pytest.mark.slow  # four `earmem serve http` processes

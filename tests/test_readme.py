@@ -70,3 +70,53 @@ def test_readme_commands_exist():
         if len(words) > 1:
             sub = _choices(_help(words[:1]))
             assert words[1] in sub, f'README: `earmem {" ".join(words)}`: `earmem {words[0]} --help` lists {sorted(sub)}'
+
+def _readme_mcp_tools(readme: str) -> list:
+    "The tool names of the README's sentence 'The N tools it lists, …: `a`, `b`, ….'"
+    m = re.search(r'^The (\d+) tools it lists\b.*?: (`.*?`)\.$', readme, re.M)
+    assert m, 'README.md names no MCP tools ("The N tools it lists …: `search`, …."): run python tools/make_readme.py'
+    names = re.findall(r'`([^`]+)`', m.group(2))
+    assert len(names) == int(m.group(1)), f'the README says {m.group(1)} tools and names {len(names)}'
+    return names
+
+def test_readme_lists_the_tools_the_mcp_server_lists(tmp_path):
+    "The README's MCP tool list is the one a client gets from the server (asked through the SDK's own client)."
+    pytest.importorskip('mcp')
+    import anyio
+    from mcp.client import Client
+    from earmem.memory.rules.hygiene import HashingEncoder
+    from earmem.memory.store import MemoryStore
+    from earmem.serve.mcp import build_mcp_server
+    async def listed(server):
+        async with Client(server) as c: return [t.name for t in (await c.list_tools()).tools]
+    with MemoryStore(tmp_path / 's', encoder=HashingEncoder(16)) as store:
+        served = anyio.run(listed, build_mcp_server(store))
+    readme = _readme_mcp_tools(README.read_text(encoding='utf-8'))
+    assert readme == served, f'README.md lists {readme}; the server lists {served}: run python tools/make_readme.py'
+    assert _readme_mcp_tools('The 2 tools it lists, each taking `user_id`: `search`, `add`.') == ['search', 'add']
+
+def test_the_quick_starts_write_only_where_git_ignores(tmp_path):
+    "The folders the README's Python blocks write into the clone (a store folder, a saved learner) are ignored by git."
+    import shutil, subprocess
+    if shutil.which('git') is None or not (ROOT / '.git').exists(): pytest.skip('not a git checkout')
+    code = '\n'.join(re.findall(r'```python\n(.*?)```', README.read_text(encoding='utf-8'), re.S))
+    folders = set(re.findall(r'MemoryStore\("\./([^"/]+)"', code)) | set(re.findall(r'\.save\("([^"/]+)"\)', code))
+    assert {'agent-memory', 'run'} <= folders, folders
+    for f in folders:
+        r = subprocess.run(['git', 'check-ignore', '-q', f'{f}/x'], cwd=ROOT)
+        assert r.returncode == 0, f'README writes ./{f}/ into the clone and git does not ignore it: add /{f}/ to .gitignore'
+
+def test_the_install_line_asks_for_the_cpu_torch():
+    "A plain `pip install torch` pulls the CUDA build on Linux: the README's install names PyTorch's CPU wheel index."
+    lines = [l for l in README.read_text(encoding='utf-8').splitlines() if l.startswith('pip install torch')]
+    assert lines and all('--index-url https://download.pytorch.org/whl/cpu' in l for l in lines), lines
+
+def test_the_agent_quick_starts_run(tmp_path, monkeypatch, capsys):
+    "The README's agent quick start and its retriever example run as written (in a scratch folder) and print what it shows."
+    pytest.importorskip('langchain_core'); pytest.importorskip('llama_index.core')
+    blocks = [b for b in re.findall(r'```python\n(.*?)```', README.read_text(encoding='utf-8'), re.S) if './agent-memory' in b]
+    assert len(blocks) == 2, 'expected the agent quick start and the retriever example'
+    monkeypatch.chdir(tmp_path)
+    for b in blocks: exec(compile(b, 'README.md', 'exec'), {})
+    out = capsys.readouterr().out
+    assert "action='updated'" in out and 'The standup moved to 3pm | The standup moved to 3pm' in out, out

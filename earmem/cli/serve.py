@@ -64,24 +64,24 @@ class _RequestLog:
         finally: self.say(f"{scope['method']} {scope['path']} {status[0]} {1000 * (time.perf_counter() - t0):.1f} ms")
 
 # %% ../../nbs/cli/32b_serve.ipynb #8b5e3f20
-def _announcing_server(config, say: Callable):
-    "A uvicorn `Server` that says 'listening on http://HOST:PORT …' once its socket is bound."
+def _announcing_server(config, say: Callable, path: str = "", note: str = "API docs at /docs"):
+    "A uvicorn `Server` that says 'listening on http://HOST:PORT{path} ({note}; Ctrl-C stops)' once its socket is bound."
     import uvicorn
     class Announcing(uvicorn.Server):
         async def startup(self, sockets=None):
             await super().startup(sockets=sockets)
             if self.started and self.servers and self.servers[0].sockets:
                 host, port = self.servers[0].sockets[0].getsockname()[:2]
-                say(f"listening on http://{host}:{port} (API docs at /docs; Ctrl-C stops)")
+                say(f"listening on http://{host}:{port}{path} ({note}; Ctrl-C stops)")
     return Announcing(config)
 
 @contextlib.contextmanager
-def _announced_uvicorn(say: Callable, servers: list | None = None):
-    "For a while, `uvicorn.run(app, …)` serves `_RequestLog(app)` on an announcing server (uvicorn's own log stays quiet)."
+def _announced_uvicorn(say: Callable, servers: list | None = None, **announce):
+    "For a while, `uvicorn.run(app, …)` serves `_RequestLog(app)` on an announcing server (`announce`: its path and note; uvicorn's own log stays quiet)."
     import uvicorn
     run = uvicorn.run
     def announced_run(app, **kw):
-        server = _announcing_server(uvicorn.Config(_RequestLog(app, say), **{"log_level": "warning", **kw}), say)
+        server = _announcing_server(uvicorn.Config(_RequestLog(app, say), **{"log_level": "warning", **kw}), say, **announce)
         if servers is not None: servers.append(server)
         server.run()
     uvicorn.run = announced_run
@@ -90,8 +90,9 @@ def _announced_uvicorn(say: Callable, servers: list | None = None):
 
 # %% ../../nbs/cli/32b_serve.ipynb #8c6f4a30
 def _serving(args) -> int:
-    "Run a parsed `serve` command; for `serve http` with its address and one line per request on stderr."
+    "Run a parsed `serve` command; over HTTP (`serve http`, `serve mcp --transport http`) with its address and one line per request on stderr."
     with _fast_encoder():
-        if args.server != "http": return _guarded(args.serve_func, args)
-        with _announced_uvicorn(lambda msg: print(f"earmem: {msg}", file=sys.stderr, flush=True)):
+        if args.server != "http" and getattr(args, "transport", "stdio") != "http": return _guarded(args.serve_func, args)
+        note = dict(path="/mcp", note="MCP over streamable HTTP") if args.server == "mcp" else {}
+        with _announced_uvicorn(lambda msg: print(f"earmem: {msg}", file=sys.stderr, flush=True), **note):
             return _guarded(args.serve_func, args)

@@ -75,10 +75,10 @@ class MemoryAgent:
         self.client, self.k, self.learn, self.turns = client, check_positive_int(k, "k"), learn, []
 
     async def call(self, tool: str, **arguments) -> dict:
-        "One MCP tool call; its JSON result (a tool error raises RuntimeError)."
+        "One MCP tool call; its JSON result (a call the server flags `is_error` raises RuntimeError with the error's text)."
         res = await self.client.call_tool(tool, arguments)
-        out = json.loads(res.content[0].text) if not res.is_error else {"error": res.content[0].text}
-        if "error" in out: raise RuntimeError(f"{tool}: {out['error']}")
+        out = json.loads(res.content[0].text)   # the server's answer, or its {"error": …} on a call it flags is_error
+        if res.is_error: raise RuntimeError(f"{tool}: {out['error']}")
         return out
 
     async def tell(self, text: str, kind: str, entities: list) -> dict:

@@ -11,7 +11,7 @@ from ..memory.store import MemoryStore
 from ..memory.service.users import StorePool, server_max_open
 from ..memory.store.trust import server_guard
 from .access import load_keys, protect, require_keys
-from .mcp import require
+from .mcp import load_encoder, require
 try:
     from fastapi import Body, FastAPI, Query, Request
     from fastapi.exceptions import RequestValidationError
@@ -199,9 +199,11 @@ def create_app(store: MemoryStore | StorePool | MemoryTools | UserTools) -> Fast
 
 # %% ../../nbs/serve/29_http.ipynb #dd69531d
 def serve_http(store_path: str | Path, host: str = "127.0.0.1", port: int = 8766, namespace: str | None = None) -> None:
-    "Serve every user of the store at `store_path` (folder or URL; only user `namespace` when given) over HTTP with uvicorn on host:port (docs at /docs), behind the access rules of chapter 27a (keys from the environment, required beyond loopback; Host/Origin checks; size limits; named faults)."
+    "Serve every user of the store at `store_path` (folder or URL; only user `namespace` when given) over HTTP with uvicorn on host:port (docs at /docs), the model loaded first, behind the access rules of chapter 27a (keys from the environment, required beyond loopback; Host/Origin checks; size limits; named faults)."
     uvicorn = require("uvicorn", "server")
     keys = load_keys(); require_keys(host, keys)  # refuse a bind beyond loopback without keys before opening anything
     pool = StorePool(store_path, namespace=namespace, on_open=server_guard(authenticated=bool(keys)), max_open=server_max_open())  # EARMEM_FEEDBACK_GUARD, chapter 23c
-    try: uvicorn.run(protect(create_app(pool), pool, host=host, keys=keys), host=host, port=port, log_level="warning")
+    try:
+        load_encoder(pool)                             # before uvicorn says it listens: the first request does not wait for the model
+        uvicorn.run(protect(create_app(pool), pool, host=host, keys=keys), host=host, port=port, log_level="warning")
     finally: pool.close()

@@ -4,8 +4,9 @@
 
 # %% ../../nbs/serve/28_mcp.ipynb #f272d794
 from __future__ import annotations
-import argparse, functools, importlib, json
+import argparse, functools, importlib, json, sys
 from pathlib import Path
+from .. import __version__
 from ..core import check_positive_int
 from ..memory.store.agent_view import (ArgumentError, MemoryTools, TOOL_DESCRIPTIONS, TOOL_NAMES, UserTools, error_json, hit_json, record_json,
                                  tool_schema, tools_for)
@@ -15,8 +16,8 @@ from ..memory.store.trust import server_guard
 from .access import Limits, clean_message, json_nesting, limit_problem, load_keys, protect, require_keys
 
 # %% auto #0
-__all__ = ['MCP_TOOLS', 'require', 'mcp_tool', 'build_mcp_server', 'jsonrpc_problem', 'serve_mcp', 'main', 'show_transcript',
-           'stdio_transcript', 'MemoryTools', 'TOOL_NAMES', 'record_json', 'hit_json']
+__all__ = ['MCP_TOOLS', 'require', 'mcp_tool', 'build_mcp_server', 'jsonrpc_problem', 'load_encoder', 'serve_mcp', 'main',
+           'show_transcript', 'stdio_transcript', 'MemoryTools', 'TOOL_NAMES', 'record_json', 'hit_json']
 
 # %% ../../nbs/serve/28_mcp.ipynb #9c280001
 _all_ = ["MemoryTools", "TOOL_NAMES", "record_json", "hit_json"]  # the tool layer's names, where they were served from before
@@ -31,25 +32,32 @@ def require(module: str, extra: str):
 # %% ../../nbs/serve/28_mcp.ipynb #14d1bd88
 MCP_TOOLS = TOOL_NAMES  # every operation of the tool layer is an MCP tool
 
+def _is_error(out) -> bool: return isinstance(out, dict) and set(out) == {"error"}   # the tool layer's one error shape
+
+def _tool_error(out: dict):
+    "The SDK's `ToolError` carrying the error JSON `out` as its message: the call's result gets `isError: true` and `out` as its text."
+    return require("mcp.server.mcpserver.exceptions", "mcp").ToolError(json.dumps(out, ensure_ascii=False))
+
 @functools.cache
 def _schema_tool_class():
-    "The SDK's `Tool` whose arguments go, as one dict, to its function: the input schema is given, the checks are the tool layer's."
+    "The SDK's `Tool` whose arguments go, as one dict, to its function: the input schema is given, the checks are the tool layer's; an error answer raises."
     base = require("mcp.server.mcpserver.tools.base", "mcp")
     class SchemaTool(base.Tool):
         async def run(self, arguments: dict, context=None, convert_result: bool = False):
-            out = self.fn(arguments)
+            try: out = self.fn(arguments)
+            except Exception as e: out = error_json(e)   # whatever the layer let through is still an error in the one shape
+            if _is_error(out): raise _tool_error(out)
             return self.fn_metadata.convert_result(out) if convert_result else out
     return SchemaTool
 
 @functools.cache
 def _memory_server_class():
-    "The SDK's `MCPServer` answering a call of a tool it lacks in the tool layer's error shape, {'error': 'name: unknown tool …'}."
+    "The SDK's `MCPServer` answering a call of a tool it lacks as an error in the tool layer's shape, {'error': 'name: unknown tool …'}."
     mcpserver = require("mcp.server.mcpserver", "mcp")
     class MemoryServer(mcpserver.MCPServer):
         async def call_tool(self, name, arguments, context=None):
             if self._tool_manager.get_tool(name) is None:
-                anyone = next(iter(self._tool_manager.list_tools()))
-                return anyone.fn_metadata.convert_result(error_json(ArgumentError(f"name: unknown tool {name!r}; expected one of {list(MCP_TOOLS)}")))
+                raise _tool_error(error_json(ArgumentError(f"name: unknown tool {name!r}; expected one of {list(MCP_TOOLS)}")))
             return await super().call_tool(name, arguments, context)
     return MemoryServer
 
@@ -84,9 +92,10 @@ def _context_prompt(t: MemoryTools):
     return memory_context
 
 def build_mcp_server(store: MemoryStore | StorePool | MemoryTools | UserTools, name: str = "earmem"):
-    "An `mcp.server.mcpserver.MCPServer` exposing `store` (one store, or a pool of users' stores) as one tool per operation of the tool layer, and a prompt."
+    "An `mcp.server.mcpserver.MCPServer` exposing `store` (one store, or a pool of users' stores) as one tool per operation of the tool layer, and a prompt; it reports earmem's version."
     t = tools_for(store)
-    server = _memory_server_class()(name, instructions=_INSTRUCTIONS, log_level="WARNING", tools=[mcp_tool(t, n) for n in MCP_TOOLS])
+    server = _memory_server_class()(name, version=__version__, instructions=_INSTRUCTIONS, log_level="WARNING",
+                                    tools=[mcp_tool(t, n) for n in MCP_TOOLS])
     server.prompt(name="memory_context")(_context_prompt(t))
     server.memory_tools = t
     return server
@@ -127,17 +136,38 @@ async def _serve_stdio(server):
         await server._lowlevel_server.run(r, w, server._lowlevel_server.create_initialization_options())
 
 
+# %% ../../nbs/serve/28_mcp.ipynb #41b0ad02
+def _say(message: str) -> None:
+    "A server's status line, on stderr (over stdio, stdout is the MCP channel)."
+    print(f"earmem: {message}", file=sys.stderr, flush=True)
+
+def _pool_encoder(pool: StorePool):
+    "The encoder `pool`'s stores share, found without creating a user; None when no stored user has one yet."
+    if pool.encoder is not None or "://" not in str(pool.path): return pool._shared_encoder()
+    users = [pool.pinned] if pool.pinned else pool.namespaces()
+    return pool.store(users[0], create=False).encoder if users and pool.stored(users[0]) else None
+
+def load_encoder(pool: StorePool, say=_say) -> float | None:
+    "Load the model of `pool`'s encoder now, saying what and about how long before, and how long it took after; the seconds (None: nothing to load)."
+    enc = _pool_encoder(pool)
+    if enc is None or not callable(getattr(enc, "load", None)): return None
+    say(f"loading the encoder {enc.model_id} before serving ({enc.load_note()}) …")
+    seconds = enc.load()
+    say(f"encoder loaded in {seconds:.1f} s")
+    return seconds
+
 # %% ../../nbs/serve/28_mcp.ipynb #a1f9b6d2
 def serve_mcp(store_path: str | Path, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
               namespace: str | None = None) -> None:
-    "Serve every user of the store at `store_path` (folder or URL; pinned to one user by `namespace`) over MCP: transport 'stdio' or 'http' (streamable HTTP on host:port, path /mcp)."
+    "Serve every user of the store at `store_path` (folder or URL; pinned to one user by `namespace`) over MCP: transport 'stdio' or 'http' (streamable HTTP on host:port, path /mcp); the model is loaded before the server answers."
     if transport not in ("stdio", "http"): raise ValueError(f"transport: expected 'stdio' or 'http', got {transport!r}")
     port = check_positive_int(port, "port")
     keys = load_keys() if transport == "http" else []
     if transport == "http": require_keys(host, keys)  # beyond loopback only with keys (from the environment)
     pool = StorePool(store_path, namespace=namespace, on_open=server_guard(authenticated=bool(keys) or transport == "stdio"), max_open=server_max_open())  # ch. 23c
-    server = build_mcp_server(pool)
     try:
+        load_encoder(pool)                             # before the server answers: its first call does not wait for the model
+        server = build_mcp_server(pool)
         if transport == "stdio": require("anyio", "mcp").run(_serve_stdio, server)
         else: require("uvicorn", "server").run(protect(server.streamable_http_app(host=host), pool, host=host, keys=keys),
                                                host=host, port=port, log_level="warning")

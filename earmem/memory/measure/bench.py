@@ -221,7 +221,8 @@ def bench_postgres(sizes: Sequence[int] = (100_000, 1_000_000), dim: int = 384, 
 # %% ../../../nbs/memory/measure/26_bench.ipynb #1f83d29c
 def bench_table(results: list) -> str:
     "The figures of `bench_postgres` as a plain-text table: one line per size × search (p50 / p95 ms, recall@10)."
-    lines = []
+    lines = ["cells: p50 / p95 search latency in ms (median and 95th percentile over the queries), then recall@10 against an exact "
+             "scan (1.000 = the same ten memories); – not measured"]
     cell = lambda v: "–" if not v else f"{v['p50_ms']:6.2f} / {v['p95_ms']:6.2f}" + (f"  {v['recall@10']:.3f}" if "recall@10" in v else "       ")
     for r in results:
         kind = f"{r['clusters']} clusters" if r.get("clusters") else "uniform"

@@ -366,7 +366,8 @@ class ChatResult:
 
     def summary(self) -> str:
         acts = [r.action for r in self.stored]
-        return (f"{len(self.episodes)} turns, {len(self.memories)} memories extracted: " +
+        n, m = len(self.episodes), len(self.memories)
+        return (f"{n} turn{'s' * (n != 1)}, {m} {'memory' if m == 1 else 'memories'} extracted: " +
                 ", ".join(f"{acts.count(a)} {a}" for a in ("inserted", "merged", "updated") if acts.count(a)) + f"; {len(self.skipped)} skipped")
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #8728c6b7

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from .updates import Decision, _extract, clean_text, judge_change, topic_words
 
 # %% auto #0
-__all__ = ['normalise', 'Claim', 'claim_frame', 'frame_judge', 'new_clauses', 'judge_claims']
+__all__ = ['DESCRIBED', 'normalise', 'Claim', 'claim_frame', 'frame_judge', 'new_clauses', 'judge_claims']
 
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #a2db9ffd
 _I = re.IGNORECASE
@@ -22,7 +22,7 @@ _OPENERS = re.compile(r"^(?:(?:oh|ok|okay|so|btw|by the way|also|and|well|hey|um
 _MEANT = re.compile(r"^I meant\s(?P<v>[^:;,.]+)[:;,.]\s*", _I)
 _NOT_OLD = re.compile(r"(?:,\s*|\s(?:and|but)\s)not\s(?:at\s|on\s|in\s|the\s)?(?P<old>[\w:.$€£' -]{1,40}?)\s*[.!]?$", _I)
 _SOON = re.compile(r"\b(?:these days|from now on|nowadays|now|anymore|any more|any longer|again|instead|for good|as of today|"
-                   r"since the reorg|recently|at the moment|currently|lately|this year)\b", _I)
+                   r"since the reorg|at the moment)\b", _I)
 
 def normalise(text: str) -> str:
     t = clean_text(text)
@@ -171,16 +171,16 @@ _ROLE_NOUNS = {"mentor", "manager", "lead", "boss", "partner", "wife", "husband"
                "email", "phone", "number", "favourite", "favorite", "owner", "captain", "sponsor", "contact", "lawyer", "accountant"}
 _CLASSES = {  # main verb lemma → relation class; a class is one attribute of its subject
     "live": "residence", "base": "residence", "reside": "residence", "relocate": "residence",
-    "work": "work", "employ": "work", "join": "work", "hire": "work", "transfer": "work", "volunteer": "volunteer",
+    "work": "work", "employ": "work", "hire": "work", "transfer": "work", "volunteer": "volunteer",
     "date": "partner", "engage": "partner", "marry": "partner", "divorce": "partner",
-    "report": "manager", "lead": "manager", "manage": "manager",
+    "report": "manager",
     "like": "preference", "love": "preference", "prefer": "preference", "enjoy": "preference", "hate": "preference",
     "dislike": "preference", "take": "preference", "drink": "diet", "eat": "diet",
     "weigh": "weight", "cost": "price", "earn": "salary", "pay": "price", "rent": "residence",
 }
 _SINGLE = {"residence", "work", "partner", "manager", "location"}  # one value at a time: another value replaces the old one
 _CHANGE_VERBS = {"move", "relocate", "transfer", "switch", "change", "reschedule", "rebook", "push", "delay", "postpone", "extend",
-                 "upgrade", "promote", "grow", "turn", "rise", "raise", "increase", "decrease", "lower", "bump", "replace", "go"}
+                 "upgrade", "promote", "grow", "turn", "rise", "raise", "increase", "decrease", "lower", "bump", "replace"}
 _VALUE_SLOTS = ("date", "time", "weekday", "relative", "money", "percent", "quantity", "version", "frequency", "url", "email",
                 "phone", "identifier", "quoted", "code")
 
@@ -287,6 +287,7 @@ def _split_and(c: Claim) -> Claim:
 
 
 _RELOCATES = re.compile(r"\b(?:moved|moves|moving|relocated|relocates|relocating)\s+(?:back\s+|away\s+)?(?:to|into)\s+(?:(?:a|an|the|my|our|his|her|their)\s+(?:new\s+)?(?:flat|house|apartment|place|home)\s+in\s+)?(?P<place>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\s*(?:[.,!;]|$|\s+(?:in|last|this|two|three|a|an|on|for|after|with|now)\b)")  # someone moving to a named place
+DESCRIBED = 3  # object words of its own beyond which a claim describes something else, not another value (LoCoMo's observations)
 _CALENDAR = {*"monday tuesday wednesday thursday friday saturday sunday".split(),
              *"january february march april may june july august september october november december".split()}
 
@@ -353,6 +354,16 @@ def _correction_verdict(a: Claim, b: Claim, new: str) -> tuple | None:
 
 
 def _same_subject_verdict(a: Claim, b: Claim) -> tuple:
+    "`_one_subject`'s verdict, held to precision: two descriptions that share little are distinct; an update that rewrites more than a value keeps both."
+    only_a, only_b = a.obj_words - b.obj_words - _FILLER, b.obj_words - a.obj_words - _FILLER
+    if len(only_a) > DESCRIBED and len(only_b) > DESCRIBED:   # "attended a pride parade and felt …" / "attended a conference and …": two events
+        return "distinct", f"two descriptions ({len(only_a)} and {len(only_b)} words of their own)"
+    action, why = _one_subject(a, b)
+    if action == "update" and max(len(only_a), len(only_b)) > DESCRIBED: return "unsure", f"{why}; the claims differ in more than a value"
+    return action, why
+
+
+def _one_subject(a: Claim, b: Claim) -> tuple:
     "(action, reason) for two frames about one subject: polarity, ending verbs, states, the attribute, the values (of one thing?), the object."
     ca, cb = _cls(a), _cls(b)
     moved_away = ca == "residence" and b.verb in ("move", "relocate") and cb != "residence"  # "moved to the sales team": not a home

@@ -3,12 +3,13 @@
 For each size and data shape: a store built through the public API (`MemoryStore(folder, encoder=HashingEncoder(dim))`,
 `add_many(items, embeddings=V)` in batches, one entity per memory so the door merges nothing), closed and reopened;
 then queries near stored memories asked as embeddings through `store.search(q, k=10, min_relevance=-1)`, with the
-graph as the store chooses (`graph`) and forced off (`exact`: `approx_min_rows=None`). Recall@10 counts a hit when its
+graph as the store chooses (`graph`), with one look at the graph (`narrow`: `WIDEN_MAX` 0, no widening) and forced off
+(`exact`: `approx_min_rows=None`). Recall@10 counts a hit when its
 exact cosine reaches the exact 10th best (ties — exact duplicates — count either way); p50/p95 are the search's wall
 time in ms, encoding excluded (the queries are embeddings).
 
     nice -n 10 python studies/42_recall_shapes.py [--sizes 50000 100000] [--shapes tight bench dups uniform]
-        [--queries 100] [--dim 384] [--ways graph exact] [--set sqlite.OVERSAMPLE=8 ...] [--json]
+        [--queries 100] [--dim 384] [--ways graph narrow exact] [--set sqlite.OVERSAMPLE=8 ...] [--json]
 
 Shapes: `tight` clusters of 200 memories (1,000 at 200k) of small spread (cosine ≈ 0.995 to their centre, as
 near-duplicate memories are);
@@ -58,8 +59,11 @@ def build(folder: Path, V: np.ndarray, batch: int = 10_000, log=print):
 
 def measure(folder: Path, V: np.ndarray, Q: np.ndarray, way: str, k: int = 10) -> dict:
     "Recall@k against the exact scan and p50/p95 ms of `search(q, k)` on the reopened store (`way` graph: as it chooses; exact: graph off)."
+    import earmem.memory.backends.sqlite as sqlite
     s = MemoryStore(folder, encoder=HashingEncoder(V.shape[1]), config=StoreConfig(min_relevance=-1.0))
     if way == "exact": s._backend.approx_min_rows = None
+    widen = getattr(sqlite, "WIDEN_MAX", None)
+    if way == "narrow" and widen is not None: sqlite.WIDEN_MAX = 0  # one look at the graph: no widening
     E = round_f16(V)  # the vectors as the store keeps them
     s.search(Q[0], k=k, min_relevance=-1)  # opens (maps) the graph
     rec, ts = [], []
@@ -70,6 +74,7 @@ def measure(folder: Path, V: np.ndarray, Q: np.ndarray, way: str, k: int = 10) -
         got = np.array([int(h.id[1:]) for h in hits], np.int64)
         rec.append(np.count_nonzero(exact[got] >= kth - 1e-6) / k)
     used = s._backend.ann is not None; s.close()
+    if widen is not None: sqlite.WIDEN_MAX = widen
     return {"recall@10": round(float(np.mean(rec)), 4), "p50_ms": round(1000 * float(np.median(ts)), 2),
             "p95_ms": round(1000 * float(np.percentile(ts, 95)), 2), "graph_used": used}
 
@@ -91,7 +96,7 @@ def main():
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES, help="data shapes")
     ap.add_argument("--queries", type=int, default=100, help="queries per shape and size (at least 50)")
     ap.add_argument("--dim", type=int, default=384, help="embedding dimension")
-    ap.add_argument("--ways", nargs="+", default=["graph", "exact"], choices=("graph", "exact"), help="graph as the store chooses, and/or forced off")
+    ap.add_argument("--ways", nargs="+", default=["graph", "exact"], choices=("graph", "narrow", "exact"), help="graph as the store chooses, narrow: one look at the graph (no widening), exact: graph off")
     ap.add_argument("--set", dest="knobs", nargs="*", default=[], help="module constants for an experiment, e.g. sqlite.OVERSAMPLE=8")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")

@@ -62,6 +62,30 @@ def test_forced_graph_matches_exact_through_the_store(tmp_path):
     assert sum(g != e for g, e in whole) <= 1
 
 
+def test_graph_recall_on_tight_clusters_through_search(tmp_path):
+    "Issue 42: near-duplicate memories (20 tight clusters of 200, 384-d) through the graph: recall@10 of search() against the exact scan (int8 graph: 0.6)."
+    rng = np.random.default_rng(42)
+    C = _unit(rng, 20, 384)
+    V = C[rng.integers(20, size=4000)] + 0.1 * rng.standard_normal((4000, 384)).astype(np.float32) / np.sqrt(384)
+    V = (V / np.linalg.norm(V, axis=1, keepdims=True)).astype(np.float32)
+    s = _store(tmp_path / "s", 384)
+    s.add_many([{"text": f"memory {i}", "kind": "fact", "id": f"m{i}", "entities": [f"e{i}"]} for i in range(4000)], embeddings=V)
+    s.close()
+    s = _store(tmp_path / "s", 384); _force(s)                             # reopened: every row in the saved graph, none pending
+    E = s._backend.index.E[:4000].astype(np.float32)                        # the vectors as the store keeps them (float16)
+    rec = []
+    for i in rng.choice(4000, 50, replace=False):
+        q = V[i] + 0.05 * rng.standard_normal(384).astype(np.float32) / np.sqrt(384)
+        q = q / np.linalg.norm(q)
+        hits = s.search(q, k=10, min_relevance=-1)
+        exact = E @ q; kth = np.sort(exact)[-10]
+        rec.append(np.mean([exact[s._backend.index.pos[h.id]] >= kth - 1e-6 for h in hits]) if len(hits) == 10 else 0.0)
+    graph = s._backend.ann is not None and not s._backend._pending, s._backend.ann.dtype
+    s.close()
+    assert graph[0] and np.mean(rec) >= 0.95, (graph, np.mean(rec))
+    assert graph[1] == "bf16"
+
+
 def _search_exact(s, q):
     b = s._backend
     saved = b.approx_min_rows

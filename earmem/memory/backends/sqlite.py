@@ -12,7 +12,7 @@ from fastcore.basics import patch
 from ...core import atomic_write_json
 import numpy as np
 from ..rules.hygiene import KIND_CODES
-from ..index.graph import VectorIndex, round_f16
+from ..index.graph import GRAPH_DTYPE, VectorIndex, round_f16
 from ..index.mirror import one_blas_thread, _COLUMNS, MemoryRow, SearchFilter, batch_duplicates, fused_top, lexical_words, STORES, store_quota, within_budget
 from .boundary import (AUDIT_COLUMNS, CHECKPOINT_GRACE, FEEDBACK_COLUMNS, KEEP_CHECKPOINTS, LEARNER_DIR, MANIFEST_NAME,
     AuditEntry, FeedbackEntry, check_finite_learner, fsync_tree, learner_seq, read_manifest, _CHECKPOINT)
@@ -20,8 +20,8 @@ from .sqlite_rows import SQLiteBackend, REQUESTS_SCHEMA, WRITER_FILE, name_fault
 _all_ = ["SQLiteBackend", "REQUESTS_SCHEMA", "WRITER_FILE", "name_fault"]  # `from earmem.memory.backends.sqlite import *` gives them, as before the split
 
 # %% auto #0
-__all__ = ['PENDING_MAX', 'PENDING_HARD', 'LINK_CHUNK', 'LINK_SLICE', 'OVERSAMPLE', 'FILTER_SLACK', 'DEDUPE_NEIGHBOURS',
-           'linker_step', 'SQLiteBackend', 'REQUESTS_SCHEMA', 'WRITER_FILE', 'name_fault']
+__all__ = ['PENDING_MAX', 'PENDING_HARD', 'LINK_CHUNK', 'LINK_SLICE', 'OVERSAMPLE', 'FILTER_SLACK', 'WIDEN_MAX',
+           'DEDUPE_NEIGHBOURS', 'linker_step', 'SQLiteBackend', 'REQUESTS_SCHEMA', 'WRITER_FILE', 'name_fault']
 
 # %% ../../../nbs/memory/backends/20b_sqlite.ipynb #208981bc
 def _age(entry: Path, now: float) -> float:
@@ -202,9 +202,9 @@ def _after_commit(self: SQLiteBackend):
 # %% ../../../nbs/memory/backends/20b_sqlite.ipynb #a5c3a4d7
 @patch
 def _open_graph(self: SQLiteBackend) -> bool:
-    "Memory-map the saved graph when its stamp can be trusted and catch it up, else build it (not when read-only)."
+    "Memory-map the saved graph when its stamp can be trusted and catch it up, else build it (not when read-only; a writer also rebuilds a graph of another scalar type than `GRAPH_DTYPE`)."
     vi, stamp = VectorIndex.restore(self.path, self.dim)
-    if vi is not None and stamp["rev"] <= self.rev:
+    if vi is not None and stamp["rev"] <= self.rev and (stamp["dtype"] == GRAPH_DTYPE or self.readonly or self.immutable):
         later = np.array([s for s, in self.db.execute("SELECT seq FROM memories WHERE rev > ?", (stamp["rev"],))], np.int64)
         rows = self._rows_of(later)
         self.ann, self._pending = vi, set(rows[rows >= 0].tolist())
@@ -245,10 +245,11 @@ def _pending_rows(self: SQLiteBackend, allowed: np.ndarray) -> np.ndarray:
 
 # %% ../../../nbs/memory/backends/20b_sqlite.ipynb #3965fa1c
 FILTER_SLACK = 1.5  # a filtered graph search first asks this many times the neighbours the filter's share predicts
+WIDEN_MAX = 640     # the longest search list a graph search widens to while its exact top K still changes (issue 42)
 
 @patch
 def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int) -> np.ndarray:
-    "Rows among `allowed` to score exactly: all when few pass (pre-filter), else the graph's nearest passing plus the pending."
+    "Rows among `allowed` to score exactly: all when few pass (pre-filter), else the graph's nearest passing (its search list doubled while their exact top K changes, up to `WIDEN_MAX`) plus the pending."
     count, want = np.count_nonzero(allowed), max(40, OVERSAMPLE * K)
     if count <= max(self.prefilter_rows, want) or not self._use_graph(): return np.flatnonzero(allowed)
     def passes(keys):
@@ -256,9 +257,16 @@ def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int)
         ok[ok] = allowed[p[ok]]
         return ok
     start = int(FILTER_SLACK * want * self.index.n / count)  # the filter's share, and a half more: most queries fill on the first ask
-    with self._graph_guard(): keys = self.ann.search(q, want, allowed=passes, start=start)
-    if keys is None: return np.flatnonzero(allowed)
-    return np.union1d(self._rows_of(keys), self._pending_rows(allowed))
+    ef, top = 0, None
+    while True:
+        with self._graph_guard(): keys = self.ann.search(q, want, allowed=passes, start=start, expansion=ef); ef = self.ann.graph.expansion_search
+        if keys is None: return np.flatnonzero(allowed)
+        rows = self._rows_of(keys)
+        s = np.asarray(self.index.E[rows], np.float32) @ np.asarray(q, np.float32)
+        best = np.sort(rows[np.argpartition(-s, K - 1)[:K]] if len(rows) > K else rows)
+        if (top is not None and np.array_equal(best, top)) or 2 * ef > WIDEN_MAX: break
+        top, ef = best, 2 * ef
+    return np.union1d(rows, self._pending_rows(allowed))
 
 @patch
 def shortlist(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int, balanced: bool = False) -> np.ndarray:

@@ -11,20 +11,21 @@ from fastcore.basics import patch
 from ...core import atomic_write_json
 
 # %% auto #0
-__all__ = ['INDEX_FILE', 'STAMP_FILE', 'CONNECTIVITY', 'EXPANSION_ADD', 'SEQUENTIAL_ROWS', 'EF_PER_ROWS', 'MIRROR_FILE',
-           'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'VECTOR_LOG16', 'LOG_FORMATS', 'REF_SIZE',
-           'VectorIndex', 'read_stamp', 'save_vectors', 'restore_vectors', 'fsync_dir', 'round_f16', 'VectorLog',
-           'log_format']
+__all__ = ['INDEX_FILE', 'STAMP_FILE', 'CONNECTIVITY', 'EXPANSION_ADD', 'GRAPH_DTYPE', 'SEQUENTIAL_ROWS', 'EF_PER_ROWS',
+           'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'VECTOR_LOG16', 'LOG_FORMATS',
+           'REF_SIZE', 'VectorIndex', 'read_stamp', 'save_vectors', 'restore_vectors', 'fsync_dir', 'round_f16',
+           'VectorLog', 'log_format']
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #f0e09212
 INDEX_FILE = "vectors.usearch"  # the graph, in the store folder
 STAMP_FILE = "vectors.usearch.json"  # what the graph reflects: revision, vector count, file size, dimension, scalar type
 
 CONNECTIVITY, EXPANSION_ADD = 32, 80  # links per vector and the candidate list while one is linked in (chosen at 1M, below)
+GRAPH_DTYPE = "bf16"  # the scalar type of the graph's vectors (int8 before issue 42: it cannot tell near-duplicates apart)
 
 class VectorIndex:
     "An HNSW graph (usearch, inner product) over int64 keys and unit vectors; memory-mapped when opened with `view`."
-    def __init__(self, dim: int, dtype: str = "i8", connectivity: int = CONNECTIVITY, expansion_add: int = EXPANSION_ADD, expansion_search: int = 64):
+    def __init__(self, dim: int, dtype: str = GRAPH_DTYPE, connectivity: int = CONNECTIVITY, expansion_add: int = EXPANSION_ADD, expansion_search: int = 64):
         from usearch.index import Index
         if not isinstance(dim, int) or dim < 1: raise ValueError(f"dim: expected a positive int, got {dim!r}")
         self.dim, self.dtype, self.path, self.ef = dim, dtype, None, expansion_search
@@ -71,13 +72,13 @@ def remove(self: VectorIndex, keys):
 EF_PER_ROWS = 4096  # the candidate list grows by one per this many vectors in the graph (at 1M: 244)
 
 @patch
-def search(self: VectorIndex, q: np.ndarray, k: int, allowed=None, max_k: int = 4096, start: int = 0) -> np.ndarray | None:
-    "Keys of the `k` nearest vectors to `q` (passing `allowed`, a keys → bool-array function; first asking `start`), nearest first; None when too few pass within `max_k`."
+def search(self: VectorIndex, q: np.ndarray, k: int, allowed=None, max_k: int = 4096, start: int = 0, expansion: int = 0) -> np.ndarray | None:
+    "Keys of the `k` nearest vectors to `q` (passing `allowed`, a keys → bool-array function; first asking `start`; a search list at least `expansion` long), nearest first; None when too few pass within `max_k`."
     n = len(self.graph)
     if n == 0 or k <= 0: return np.zeros(0, np.int64)
     want = min(n, max(k, min(start, max_k)))
     while True:  # the candidate list: twice what is asked for (a filtered ask is already a surplus: as long), more in a big graph
-        self.graph.expansion_search = max(self.ef, want if allowed is not None else 2 * want, n // EF_PER_ROWS)
+        self.graph.expansion_search = max(self.ef, expansion, want if allowed is not None else 2 * want, n // EF_PER_ROWS)
         keys = np.asarray(self.graph.search(np.asarray(q, np.float32), want, threads=1).keys, np.int64)
         if allowed is None: return keys[:k]
         keep = keys[allowed(keys)]

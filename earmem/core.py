@@ -338,6 +338,7 @@ def _onnx_file(self: Encoder) -> Path:
     "Where the ONNX copy of the model is (or will be) kept: under `default_cache_dir()/'onnx'`."
     return default_cache_dir() / "onnx" / hashlib.sha256(self._path.encode()).hexdigest()[:16] / "model.onnx"
 
+# %% ../nbs/core/00_core.ipynb #c4281ac1
 @patch
 def _onnx_model(self: Encoder) -> OnnxModel:
     "The ONNX copy of the model (exported the first time), run by onnxruntime."

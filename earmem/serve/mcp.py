@@ -50,6 +50,7 @@ def _schema_tool_class():
             return self.fn_metadata.convert_result(out) if convert_result else out
     return SchemaTool
 
+# %% ../../nbs/serve/28_mcp.ipynb #b600188f
 @functools.cache
 def _memory_server_class():
     "The SDK's `MCPServer` answering a call of a tool it lacks as an error in the tool layer's shape, {'error': 'name: unknown tool …'}."

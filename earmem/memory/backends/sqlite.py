@@ -268,6 +268,7 @@ def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int)
         top, ef = best, 2 * ef
     return np.union1d(rows, self._pending_rows(allowed))
 
+# %% ../../../nbs/memory/backends/20b_sqlite.ipynb #91a010fd
 @patch
 def shortlist(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int, balanced: bool = False) -> np.ndarray:
     "The rows among `allowed` whose exact top-K is the answer: every allowed row below the size threshold, else the graph's short list (balanced: one joint list, a store's own list only where the joint one holds under twice its quota)."

@@ -285,7 +285,6 @@ def _split_and(c: Claim) -> Claim:
         c.subject, c.verb = c.subject.rsplit(" home", 1)[0], "live"
     return c
 
-
 _RELOCATES = re.compile(r"\b(?:moved|moves|moving|relocated|relocates|relocating)\s+(?:back\s+|away\s+)?(?:to|into)\s+(?:(?:a|an|the|my|our|his|her|their)\s+(?:new\s+)?(?:flat|house|apartment|place|home)\s+in\s+)?(?P<place>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\s*(?:[.,!;]|$|\s+(?:in|last|this|two|three|a|an|on|for|after|with|now)\b)")  # someone moving to a named place
 DESCRIBED = 3  # object words of its own beyond which a claim describes something else, not another value (LoCoMo's observations)
 _CALENDAR = {*"monday tuesday wednesday thursday friday saturday sunday".split(),
@@ -303,13 +302,11 @@ def _cls(c: Claim) -> str:
     if c.verb == "leave" and c.obj_words: return "work"
     return c.verb or "?"
 
-
 def _values(c: Claim) -> dict: return {k: v for k, v in c.slots.items() if k in _VALUE_SLOTS}
 
-
+# %% ../../../nbs/memory/rules/18a_claims.ipynb #65251f25
 def _same_dates(a, b):
     return a == b or ({d[5:] for d in a} == {d[5:] for d in b} and any(d.startswith("????") for d in a | b))
-
 
 def _values_differ(va: dict, vb: dict) -> list:
     out = []
@@ -320,7 +317,6 @@ def _values_differ(va: dict, vb: dict) -> list:
         out.append((k, tuple(sorted(x)), tuple(sorted(y))))
     return out
 
-
 _FILLER = {"job", "new", "thing", "place", "flat", "moved", "joined", "bought", "left", "replaced", "again", "all", "based", "employed",
            "employee", "started", "one", "since", "every", "each", "till", "until", "more", "less", "good", "instead", "still"}
 
@@ -329,7 +325,7 @@ def _bare(subject: str) -> str:
     "'user aws bill' and 'aws bill' are one subject in a user's memory ('our AWS bill', 'the AWS bill'); 'user' alone stays."
     return subject[5:] if subject.startswith("user ") else subject
 
-
+# %% ../../../nbs/memory/rules/18a_claims.ipynb #a173673f
 _EXCLUSIVE = {"prefer", "choose", "use", "pick", "switch", "decide", "go", "take", "want", "pin", "set"}
 
 
@@ -337,7 +333,6 @@ def _context(c: Claim) -> str:
     "What a choice is for: the last 'for/in/on/at/during …' phrase of the object ('for the event store')."
     m = re.search(r"\b(?:for|in|on|at|during|with)\s((?:the|my|our|a|an|all)\s)?([a-z' ]+)$", c.obj)
     return m.group(2).strip() if m else ""
-
 
 def _order(c: Claim) -> list: return [w for w in re.findall(r"[a-z]+", c.obj) if w in c.obj_words]
 
@@ -352,7 +347,6 @@ def _correction_verdict(a: Claim, b: Claim, new: str) -> tuple | None:
     if not stated and b.subject == "?": return "distinct", f"a correction of {b.correction[0]!r}, which the old memory does not state"
     return None
 
-
 def _same_subject_verdict(a: Claim, b: Claim) -> tuple:
     "`_one_subject`'s verdict, held to precision: two descriptions that share little are distinct; an update that rewrites more than a value keeps both."
     only_a, only_b = a.obj_words - b.obj_words - _FILLER, b.obj_words - a.obj_words - _FILLER
@@ -362,7 +356,7 @@ def _same_subject_verdict(a: Claim, b: Claim) -> tuple:
     if action == "update" and max(len(only_a), len(only_b)) > DESCRIBED: return "unsure", f"{why}; the claims differ in more than a value"
     return action, why
 
-
+# %% ../../../nbs/memory/rules/18a_claims.ipynb #9c9d0c17
 def _one_subject(a: Claim, b: Claim) -> tuple:
     "(action, reason) for two frames about one subject: polarity, ending verbs, states, the attribute, the values (of one thing?), the object."
     ca, cb = _cls(a), _cls(b)

@@ -83,6 +83,7 @@ def _when(m: re.Match, when: datetime, plan: bool) -> tuple | None:
     year = when.year + {"this": 0, "in": month < when.month, "next": month <= when.month, "last": -(month >= when.month)}[rel]
     return "month", when.replace(year=year, month=month, day=1)
 
+# %% ../../../nbs/memory/store/23b_chat.ipynb #e7c7f607
 def _written(kind: str, day: datetime, after_prep: bool) -> str:
     "The resolved form: 'on 2026-03-05' (the date alone after a preposition), 'the week of <Monday>', 'the weekend of <Saturday>', 'in 2026-03', 'in 2026'."
     if kind in ("week", "weekend"): return f"the {kind} of {day.date().isoformat()}"
@@ -229,6 +230,7 @@ class LLMExtractor:
         return [{"role": "system", "content": system},
                 {"role": "user", "content": f"<conversation>\n{_safe_json(turns)}\n</conversation>\nExtract the memories as JSON."}]
 
+# %% ../../../nbs/memory/store/23b_chat.ipynb #d93aa478
 def _schema_client(client):
     "A copy of `client` whose requests carry `response_format` with EXTRACT_SCHEMA (the given client is left as it is)."
     c = copy.copy(client)
@@ -266,6 +268,7 @@ def _fall_back(self: LLMExtractor, msgs: list, problem: str) -> list:
     self.failures, self.problem = self.failures + 1, problem
     return self.fallback(msgs)
 
+# %% ../../../nbs/memory/store/23b_chat.ipynb #e18339f0
 @patch
 def __call__(self: LLMExtractor, msgs: list) -> list:
     try: self.last_reply = self.sender.chat(self.messages(msgs))
@@ -300,6 +303,7 @@ def _typed_values(text: str, kind: str, other: str, skip=()) -> list:
     skip = {w.casefold() for s in skip for w in s.split()}
     return [v for c, v in _slots(text, other).get(kind, {}).items() if not (kind == "name" and c in skip)]
 
+# %% ../../../nbs/memory/store/23b_chat.ipynb #21800f29
 def _meant(cand: dict, earlier: list, new: str) -> tuple:
     "For 'I meant X' (`replace = (None, X)`): (the rewritten earlier claim, its id), or (None, None). The speaker's latest claim with a value of X's type must hold exactly one."
     kind = _value_type(new)

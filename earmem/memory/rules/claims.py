@@ -240,6 +240,21 @@ def _moved_subject(subj: str, main: str, obj: str) -> tuple:
     return subj, main, obj
 
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #4b3201fb
+_NOT_A_NAME = _PREPS | {"a", "an", "the", "about", "around", "over", "under", "than", "only", "just", "of", "to", "per", "and", "or", "top",
+                        "nearly", "almost", "least", "most", "roughly", "some", "age", "aged", "page", "pages", "step", "steps"} \
+              | set("january february march april may june july august september october november december jan feb mar apr jun jul aug sep sept oct nov dec".split())
+_AFTER_NAME = {"and", "or", "in", "at", "on", "of", "for", "to", "with", "is", "was", "are", "were", "from", "by", "about", "as", "but", "which", "that"}
+
+def _named_numbers(toks: list, verb: int | None) -> list:
+    "(position, number) of each 'note 3', 'room 12', 'gate 4', 'worker 0': a bare number right after a noun names which thing — unless a noun follows it ('keeps 3 notes') or the word before is a verb, a preposition or a month."
+    out = []
+    for j in range(1, len(toks)):
+        w, nxt = toks[j - 1], (toks[j + 1].casefold() if j + 1 < len(toks) else "")
+        if not toks[j].isdigit() or j - 1 == verb or not w.isalpha() or w.casefold() in _NOT_A_NAME: continue
+        if _lemma(w) not in (None, w.casefold()) or (nxt.isalpha() and nxt not in _AFTER_NAME and j + 1 != verb): continue   # 'keeps 3', '3 notes'
+        out.append((j, toks[j]))
+    return out
+
 def claim_frame(text: str) -> Claim:
     "The frame of one claim: who or what it is about, the verb and its object, the values it states, polarity, change and correction."
     t, corrects, change = _claim_text(text)
@@ -258,8 +273,9 @@ def claim_frame(text: str) -> Claim:
     if main in _NEGATIVE_VERBS or (main == "stand" and "cannot" in t.casefold()): neg, main = (not neg if main != "stand" else neg), "like"
     if main in _COPULAS and prep in ("at", "on", "in", ""): main = "be"  # "starts at 9am" states what "is at 9am" states
     if main in ("hold", "schedule", "book", "set") and subj != "user": main = "be"
-    ids = re.findall(r"(?:\bnumber|\bno\.|\bnr\.?|#)\s?(\d+)\b", t, _I)  # "note number 3", "room #4": which thing, not how many
-    if ids: slots["quantity"] = {k: w for k, w in slots.get("quantity", {}).items() if k not in ids}; objw |= {f"#{n}" for n in ids}
+    ids, named = re.findall(r"(?:\bnumber|\bno\.|\bnr\.?|#)\s?(\d+)\b", t, _I), _named_numbers(toks, v)  # "note number 3", "room #4", "note 3": which thing, not how many
+    if ids or named: slots["quantity"] = {k: w for k, w in slots.get("quantity", {}).items() if k not in ids and k not in {n for _, n in named}}
+    objw |= {f"#{n}" for n in ids} | {f"#{n}" for j, n in named if v is None or j > v}   # "worker 0" names the subject, not the object
     vals = {k: frozenset(v) for k, v in slots.items() if v}
     codes = frozenset(w.casefold() for w in re.findall(r"\b(?=\w*\d)(?=\w*[A-Za-z])\w+\b", masked))
     if codes: vals["code"] = codes

@@ -297,13 +297,35 @@ def retract(self: MemoryStore, id: str, reason: str, correction: str | None = No
     return result
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #3b0e0028
+def _without_meta(meta_json: str, *keys) -> str:
+    return json.dumps({k: v for k, v in json.loads(meta_json).items() if k not in keys}, sort_keys=True)
+
+@patch
+def _relink_replaced(self: MemoryStore, id: str, rev: int) -> list:
+    "Before memory `id` is erased: the memory it superseded takes its place — it holds again (or, were `id` itself superseded, is superseded by `id`'s replacement), and the raw turn it came from loses its `corrected_by` mark. Returns audit entries."
+    r = self._backend.row(id)
+    meta = json.loads(r.metadata) if r is not None else {}
+    old = self._backend.row(meta["supersedes"]) if meta.get("supersedes") else None
+    if old is None or json.loads(old.metadata).get("superseded_by") != id: return []
+    nxt = meta.get("superseded_by") if r.status == "superseded" else None
+    if nxt is not None and self._backend.row(nxt) is not None:   # a chain a → id → c: a is superseded by c now
+        self._backend.update_many(("metadata",), [(old.id, (_with_meta(old.metadata, superseded_by=nxt),)), (nxt, (_with_meta(self._backend.row(nxt).metadata, supersedes=old.id),))], rev)
+        return [(self.clock(), old.id, "relink", {"superseded_by": nxt, "replacement_deleted": id})]
+    self._backend.update_many(("status", "metadata"), [(old.id, ("active", _without_meta(old.metadata, "superseded_by", "valid_to")))], rev)
+    turn = self._backend.row(json.loads(old.metadata).get("from_turn") or "")
+    if turn is not None and json.loads(turn.metadata).get("corrected_by") == id:
+        self._backend.update_many(("metadata",), [(turn.id, (_without_meta(turn.metadata, "corrected_by"),))], rev)
+    return [(self.clock(), old.id, "reinstate", {"replacement_deleted": id})]
+
 @patch
 def delete(self: MemoryStore, id: str) -> None:
-    "Erase memory `id`: the row and its text in earlier audit entries go; a 'delete' audit entry remains."
+    "Erase memory `id`: the row and its text in earlier audit entries go; a 'delete' audit entry remains. A memory `id` had superseded holds again: deleting the newer claim never hides the older one."
     self._check_open()
     with self._write() as rev:
+        relinked = self._relink_replaced(id, rev)
         if not self._backend.erase(id, rev): raise KeyError(f"id: no memory {id!r} in {self.path}")
         self._audit(id, "delete", {})
+        if relinked: self._backend.audit_many(relinked)
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #6f69b1a5
 @patch

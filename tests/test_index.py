@@ -86,11 +86,11 @@ def test_graph_recall_on_tight_clusters_through_search(tmp_path):
     assert graph[1] == "bf16"
 
 
-def _search_exact(s, q):
+def _search_exact(s, q, k=5):
     b = s._backend
     saved = b.approx_min_rows
     b.approx_min_rows = None
-    try: return s.search(q, k=5)
+    try: return s.search(q, k=k)
     finally: b.approx_min_rows = saved
 
 
@@ -127,6 +127,64 @@ def test_stale_and_corrupt_graph_rebuilt(tmp_path):
     (folder / STAMP_FILE).unlink()
     s = _store(folder, 32); _force(s); s.search(q, k=5)
     assert (folder / STAMP_FILE).is_file(); s.close()
+
+
+DAMAGED_OPEN = r"""
+import json, sys, warnings
+import numpy as np
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.store import MemoryStore
+warnings.simplefilter("ignore")
+s = MemoryStore(sys.argv[1], encoder=HashingEncoder(32), config=StoreConfig(min_relevance=-1.0), readonly=sys.argv[2] == "r")
+s._backend.approx_min_rows, s._backend.prefilter_rows = 0, 0
+q = np.random.default_rng(9).standard_normal(32).astype(np.float32); q /= np.linalg.norm(q)
+print(json.dumps([h.id for h in s.search(q, k=5)])); s.close()
+"""
+
+
+def _damage_positions(size: int, rng) -> list:
+    "Byte offsets to flip in a graph file: its header, the first links, the middle, the end, and random ones."
+    return sorted({0, 1, 8, 16, 32, 64, 100, size // 4, size // 2, size - 1, *rng.integers(0, size, 10).tolist()})
+
+
+def test_graph_damaged_in_place_never_crashes_the_process(tmp_path):
+    "Each byte flipped in a saved graph (same size, stamp intact), opened by a writer and by a reader in a fresh process: no crash, the exact scan's answers, the writer rebuilds."
+    rng = np.random.default_rng(4)
+    s = _store(tmp_path / "s"); _force(s)
+    s.add_many([{"text": f"m {i}", "kind": "fact"} for i in range(400)], embeddings=_unit(rng, 400, 32))
+    s.close()
+    folder = tmp_path / "s"; good = (folder / INDEX_FILE).read_bytes()
+    q = np.random.default_rng(9).standard_normal(32).astype(np.float32); q /= np.linalg.norm(q)
+    s = _store(folder); want = [h.id for h in _search_exact(s, q)]; s.close()
+    for at in _damage_positions(len(good), rng):
+        for mode in ("r", "w"):
+            (folder / INDEX_FILE).write_bytes(good[:at] + bytes([good[at] ^ 0xA5]) + good[at + 1:])
+            p = subprocess.run([sys.executable, "-c", DAMAGED_OPEN, str(folder), mode], cwd=ROOT, capture_output=True, text=True, timeout=120)
+            assert p.returncode == 0, (at, mode, p.returncode, p.stderr[-1500:])
+            assert json.loads(p.stdout.strip().splitlines()[-1]) == want, (at, mode)
+            if mode == "w": assert (folder / INDEX_FILE).read_bytes() != good[:at] + bytes([good[at] ^ 0xA5]) + good[at + 1:]   # rebuilt
+
+
+def test_graph_copied_from_another_store_is_not_trusted(tmp_path):
+    "Two stores of the same size and revision: one's graph (and stamp) copied into the other is refused, named, and rebuilt; check() verifies the saved graph."
+    rng = np.random.default_rng(5)
+    for name in ("a", "b"):
+        s = _store(tmp_path / name); _force(s)
+        s.add_many([{"text": f"m {i}", "kind": "fact"} for i in range(300)], embeddings=_unit(rng, 300, 32))
+        s.close()
+    assert json.loads((tmp_path / "a" / STAMP_FILE).read_text())["rev"] == json.loads((tmp_path / "b" / STAMP_FILE).read_text())["rev"]
+    for f in (INDEX_FILE, STAMP_FILE): (tmp_path / "b" / f).write_bytes((tmp_path / "a" / f).read_bytes())
+    s = _store(tmp_path / "b"); _force(s)
+    Q = _unit(rng, 20, 32)
+    with pytest.warns(RuntimeWarning, match="holds other vectors than this store's"):
+        got = [[h.id for h in s.search(q, k=10)] for q in Q]
+    want = [[h.id for h in _search_exact(s, q, k=10)] for q in Q]
+    assert np.mean([len(set(g) & set(w)) / 10 for g, w in zip(got, want)]) >= 0.95
+    assert s.check()["ok"]; s.close()
+    for f in (INDEX_FILE, STAMP_FILE): (tmp_path / "b" / f).write_bytes((tmp_path / "a" / f).read_bytes())
+    s = _store(tmp_path / "b", 32)
+    with pytest.raises(ValueError, match="the saved graph index holds other vectors than this store's"): s.check()
+    s.close()
 
 
 def test_locomo_recall_same_with_graph_on_and_off(tmp_path):

@@ -203,14 +203,43 @@ def _after_commit(self: SQLiteBackend):
 @patch
 def _open_graph(self: SQLiteBackend) -> bool:
     "Memory-map the saved graph when its stamp can be trusted and catch it up, else build it (not when read-only; a writer also rebuilds a graph of another scalar type than `GRAPH_DTYPE`)."
-    vi, stamp = VectorIndex.restore(self.path, self.dim)
+    vi, stamp = VectorIndex.restore(self.path, self.dim)   # the stamp, or why the saved graph cannot be used
     if vi is not None and stamp["rev"] <= self.rev and (stamp["dtype"] == GRAPH_DTYPE or self.readonly or self.immutable):
         later = np.array([s for s, in self.db.execute("SELECT seq FROM memories WHERE rev > ?", (stamp["rev"],))], np.int64)
         rows = self._rows_of(later)
-        self.ann, self._pending = vi, set(rows[rows >= 0].tolist())
-        return True
+        pending = set(rows[rows >= 0].tolist())
+        vi, stamp = (vi, stamp) if (why := self._graph_problem(vi, pending)) is None else (None, why)
+        if vi is not None:
+            self.ann, self._pending = vi, pending
+            return True
+    if vi is None and stamp != "missing":
+        warnings.warn(f"store {self.path}: the saved graph index {stamp}; " + ("searching without it (read-only)" if self.readonly or self.immutable else "rebuilding it"),
+                      RuntimeWarning, stacklevel=4)
     if self.readonly or self.immutable: return False
     self.build_index(); return True
+
+@patch
+def _graph_problem(self: SQLiteBackend, vi: VectorIndex, pending: set, sample: int = 16) -> str | None:
+    "Why the restored graph `vi` is not this store's, or None: a sample of the mirror's live rows (not `pending`) must be in it, holding their own vectors (a graph copied from another store with the same count and revision holds others)."
+    ix = self.index
+    rows = np.flatnonzero(ix.active[:ix.n])
+    if pending: rows = rows[~np.isin(rows, np.fromiter(pending, np.int64, len(pending)))]
+    if not len(rows): return None
+    rows = rows[np.linspace(0, len(rows) - 1, min(sample, len(rows))).astype(np.int64)]
+    keys = self._seq[rows]
+    if not np.all(vi.graph.contains(keys)): return "lacks rows of this store (copied from another store?)"
+    got = np.asarray(vi.graph.get(keys), np.float32).reshape(len(keys), -1)
+    if np.min(np.sum(got * ix.E[rows], axis=1)) < 0.98: return "holds other vectors than this store's (copied from another store?)"
+    return None
+
+@patch
+def check_graph(self: SQLiteBackend):
+    "Raise ValueError when a saved graph is there but cannot be used as this store's (damaged, foreign, not matching its stamp); a writer rebuilds it on open."
+    vi, stamp = VectorIndex.restore(self.path, self.dim)
+    if vi is None and stamp == "missing": return
+    why = stamp if vi is None else self._read(lambda: self._graph_problem(vi, self._pending | set(self._rows_of(np.array(
+        [s for s, in self.db.execute("SELECT seq FROM memories WHERE rev > ?", (stamp["rev"],))], np.int64)).tolist())))
+    if why is not None: raise ValueError(f"path: the saved graph index {why}; a writer rebuilds it when the store opens")
 
 @patch
 def build_index(self: SQLiteBackend, progress: bool | None = None) -> int:

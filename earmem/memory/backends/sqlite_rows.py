@@ -432,4 +432,16 @@ def check(self: SQLiteBackend) -> int:
     if bad: raise ValueError(f"path: {bad} memories have embeddings of the wrong size")
     refs = lambda: self.vlog.matrix([b for b, in self.db.execute("SELECT embedding FROM memories WHERE length(embedding) = ?", (REF_SIZE,))])
     self._read(refs)  # every reference resolves, in the log the rows name
+    self.check_dim(sample=None)
     return self.db.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+
+@patch
+def check_dim(self: SQLiteBackend, sample: int | None = 64):
+    "Raise ValueError unless the stored vectors read as unit vectors of `self.dim` values (`sample`: that many of the oldest and newest rows; None: all) — a manifest whose `dim` was edited reads every vector wrong."
+    cut = "" if sample is None else f" WHERE seq IN (SELECT seq FROM memories ORDER BY seq LIMIT {int(sample) // 2}) OR seq IN (SELECT seq FROM memories ORDER BY seq DESC LIMIT {int(sample) // 2})"
+    blobs = [b for b, in self.db.execute("SELECT embedding FROM memories" + cut)]
+    if not blobs: return
+    norms = np.linalg.norm(self._read(lambda: self.vlog.matrix(blobs)), axis=1)
+    if np.any(np.abs(norms - 1) > 0.02):
+        raise ValueError(f"path: the vectors stored in {self.path} do not read as unit vectors of {self.dim} values (norms {norms.min():.2f} to {norms.max():.2f}): "
+                         "the manifest's dim was edited, or the vector log is another store's; refusing to open it (nothing was changed)")

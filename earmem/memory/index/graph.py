@@ -4,7 +4,7 @@
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #ef5b5d2e
 from __future__ import annotations
-import errno, json, os, sqlite3, warnings
+import errno, json, os, sqlite3, warnings, zlib
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
@@ -13,8 +13,8 @@ from ...core import atomic_write_json
 # %% auto #0
 __all__ = ['INDEX_FILE', 'STAMP_FILE', 'CONNECTIVITY', 'EXPANSION_ADD', 'GRAPH_DTYPE', 'SEQUENTIAL_ROWS', 'EF_PER_ROWS',
            'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'VECTOR_LOG16', 'LOG_FORMATS',
-           'REF_SIZE', 'VectorIndex', 'read_stamp', 'save_vectors', 'restore_vectors', 'fsync_dir', 'round_f16',
-           'VectorLog', 'log_format']
+           'REF_SIZE', 'VectorIndex', 'file_crc32', 'read_stamp', 'save_vectors', 'restore_vectors', 'fsync_dir',
+           'round_f16', 'VectorLog', 'log_format']
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #f0e09212
 INDEX_FILE = "vectors.usearch"  # the graph, in the store folder
@@ -99,14 +99,22 @@ def search_many(self: VectorIndex, Q: np.ndarray, k: int, threads: int = 0) -> n
     return np.pad(keys, ((0, 0), (0, k - keys.shape[1])), constant_values=-1)
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #1661b9f5
+def file_crc32(path: Path, chunk: int = 1 << 24) -> int:
+    "zlib's CRC-32 of the file at `path`, read in chunks of `chunk` bytes."
+    crc = 0
+    with open(path, "rb") as f:
+        while block := f.read(chunk): crc = zlib.crc32(block, crc)
+    return crc
+
 @patch
 def save(self: VectorIndex, folder: Path, rev: int) -> dict:
     "Write the graph and its stamp (reflecting revision `rev`) atomically into `folder`; returns the stamp."
     folder = Path(folder); path, tmp = folder / INDEX_FILE, folder / f".{INDEX_FILE}.{os.getpid()}.tmp"
     self.graph.save(str(tmp))
     with open(tmp, "rb") as f: os.fsync(f.fileno())
+    crc = file_crc32(tmp)
     os.replace(tmp, path)
-    stamp = {"rev": int(rev), "count": len(self.graph), "bytes": path.stat().st_size, "dim": self.dim, "dtype": self.dtype}
+    stamp = {"rev": int(rev), "count": len(self.graph), "bytes": path.stat().st_size, "dim": self.dim, "dtype": self.dtype, "crc32": crc}
     atomic_write_json(folder / STAMP_FILE, stamp)
     if self.viewed: self.path = path  # a view keeps its own (now unlinked) file mapped; later loads read the new one
     return stamp
@@ -120,12 +128,14 @@ def read_stamp(folder: Path) -> dict | None:
 
 @patch(cls_method=True)
 def restore(cls: VectorIndex, folder: Path, dim: int) -> tuple:
-    "(memory-mapped `VectorIndex`, stamp) of the graph in `folder`, or (None, why) when it is missing, corrupt or does not match its stamp."
+    "(memory-mapped `VectorIndex`, stamp) of the graph in `folder`, or (None, why) when it is missing, damaged, corrupt or does not match its stamp."
     from usearch.index import Index
     folder, stamp = Path(folder), read_stamp(folder)
     path = folder / INDEX_FILE
     if stamp is None or not path.is_file(): return None, "missing"
     if stamp["dim"] != dim or path.stat().st_size != stamp["bytes"]: return None, "does not match its stamp"
+    if "crc32" not in stamp: return None, "has no checksum (saved by an older earmem)"
+    if file_crc32(path) != stamp["crc32"]: return None, "is damaged (its checksum does not match)"   # before the native library reads it
     try: graph = Index.restore(str(path), view=True)
     except (ValueError, RuntimeError, OSError): graph = None
     if graph is None or graph.ndim != dim or len(graph) != stamp["count"]: return None, "corrupt"

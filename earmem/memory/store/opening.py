@@ -236,6 +236,8 @@ def _connect(self: MemoryStore):
     if self._backend is None:
         immutable = self.readonly and self.readonly_reason != "opened with readonly=True"  # a read-only file system: no -shm/-wal
         self._backend = SQLiteBackend(self.path, self.dim, self.readonly, self.lock_timeout, immutable)
+        try: self._backend.check_dim()   # the manifest's dim against the stored vectors (an edited dim reads every vector wrong)
+        except BaseException: self._backend.close(); raise
     self._learner, self._learner_version, self._learner_seq, self.learner_problem = None, "", 0, None
     try:
         self._backend.prune_checkpoints()  # leftovers of interrupted saves (no-op when read-only)

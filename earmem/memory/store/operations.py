@@ -554,9 +554,12 @@ def export(self: MemoryStore, path: str | Path, include_retracted: bool = True) 
 
 @patch
 def check(self: MemoryStore) -> dict:
-    "The backend's integrity check (SQLite's, or PostgreSQL's vector type, index and fields); raises ValueError when anything is wrong."
+    "The backend's integrity check (SQLite's and its saved graph's, or PostgreSQL's vector type, index and fields); raises ValueError when anything is wrong."
     self._check_open()
-    with self._lock: return {"ok": True, "memories": self._backend.check()}
+    with self._lock:
+        n = self._backend.check()
+        if hasattr(self._backend, "check_graph"): self._backend.check_graph()   # a folder's saved graph: damaged or another store's
+        return {"ok": True, "memories": n}
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #134eef72
 @patch

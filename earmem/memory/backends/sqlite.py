@@ -199,25 +199,7 @@ def _after_commit(self: SQLiteBackend):
     "Start the background linker when a commit left more than `PENDING_MAX` rows pending in an open graph."
     if self.ann is not None and len(self._pending) > PENDING_MAX: self._launch()
 
-# %% ../../../nbs/memory/backends/20b_sqlite.ipynb #a5c3a4d7
-@patch
-def _open_graph(self: SQLiteBackend) -> bool:
-    "Memory-map the saved graph when its stamp can be trusted and catch it up, else build it (not when read-only; a writer also rebuilds a graph of another scalar type than `GRAPH_DTYPE`)."
-    vi, stamp = VectorIndex.restore(self.path, self.dim)   # the stamp, or why the saved graph cannot be used
-    if vi is not None and stamp["rev"] <= self.rev and (stamp["dtype"] == GRAPH_DTYPE or self.readonly or self.immutable):
-        later = np.array([s for s, in self.db.execute("SELECT seq FROM memories WHERE rev > ?", (stamp["rev"],))], np.int64)
-        rows = self._rows_of(later)
-        pending = set(rows[rows >= 0].tolist())
-        vi, stamp = (vi, stamp) if (why := self._graph_problem(vi, pending)) is None else (None, why)
-        if vi is not None:
-            self.ann, self._pending = vi, pending
-            return True
-    if vi is None and stamp != "missing":
-        warnings.warn(f"store {self.path}: the saved graph index {stamp}; " + ("searching without it (read-only)" if self.readonly or self.immutable else "rebuilding it"),
-                      RuntimeWarning, stacklevel=4)
-    if self.readonly or self.immutable: return False
-    self.build_index(); return True
-
+# %% ../../../nbs/memory/backends/20b_sqlite.ipynb #b393f173
 @patch
 def _graph_problem(self: SQLiteBackend, vi: VectorIndex, pending: set, sample: int = 16) -> str | None:
     "Why the restored graph `vi` is not this store's, or None: a sample of the mirror's live rows (not `pending`) must be in it, holding their own vectors (a graph copied from another store with the same count and revision holds others)."
@@ -240,6 +222,26 @@ def check_graph(self: SQLiteBackend):
     why = stamp if vi is None else self._read(lambda: self._graph_problem(vi, self._pending | set(self._rows_of(np.array(
         [s for s, in self.db.execute("SELECT seq FROM memories WHERE rev > ?", (stamp["rev"],))], np.int64)).tolist())))
     if why is not None: raise ValueError(f"path: the saved graph index {why}; a writer rebuilds it when the store opens")
+
+
+# %% ../../../nbs/memory/backends/20b_sqlite.ipynb #a5c3a4d7
+@patch
+def _open_graph(self: SQLiteBackend) -> bool:
+    "Memory-map the saved graph when its stamp can be trusted and catch it up, else build it (not when read-only; a writer also rebuilds a graph of another scalar type than `GRAPH_DTYPE`)."
+    vi, stamp = VectorIndex.restore(self.path, self.dim)   # the stamp, or why the saved graph cannot be used
+    if vi is not None and stamp["rev"] <= self.rev and (stamp["dtype"] == GRAPH_DTYPE or self.readonly or self.immutable):
+        later = np.array([s for s, in self.db.execute("SELECT seq FROM memories WHERE rev > ?", (stamp["rev"],))], np.int64)
+        rows = self._rows_of(later)
+        pending = set(rows[rows >= 0].tolist())
+        vi, stamp = (vi, stamp) if (why := self._graph_problem(vi, pending)) is None else (None, why)
+        if vi is not None:
+            self.ann, self._pending = vi, pending
+            return True
+    if vi is None and stamp != "missing":
+        warnings.warn(f"store {self.path}: the saved graph index {stamp}; " + ("searching without it (read-only)" if self.readonly or self.immutable else "rebuilding it"),
+                      RuntimeWarning, stacklevel=4)
+    if self.readonly or self.immutable: return False
+    self.build_index(); return True
 
 @patch
 def build_index(self: SQLiteBackend, progress: bool | None = None) -> int:

@@ -255,6 +255,8 @@ def _named_numbers(toks: list, verb: int | None) -> list:
         out.append((j, toks[j]))
     return out
 
+
+# %% ../../../nbs/memory/rules/18a_claims.ipynb #00d203ee
 def claim_frame(text: str) -> Claim:
     "The frame of one claim: who or what it is about, the verb and its object, the values it states, polarity, change and correction."
     t, corrects, change = _claim_text(text)

@@ -127,7 +127,7 @@ def test_a_held_search_cannot_bring_it_back(tmp_path):
 
 
 def test_the_replaced_memorys_audit_forgets_the_newer_text(tmp_path):
-    word = canary()
+    word = "Qzvexmoor"  # fixed: whether the door sees a newer claim depends on the words (hashing vectors)
     st = MemoryStore(tmp_path / "s", encoder=HashingEncoder(DIM), config=CFG)
     old = st.add("Ana lives in Paris", "fact")
     new = st.add(f"Ana lives in {word}", "fact")
@@ -173,3 +173,19 @@ def test_postgres_rows_forget(pg_url):
     st.clear()
     assert st._backend.feedback_rows() == [] and st._learner.steps == 0
     st.close()
+
+
+def test_saved_columns_are_rewritten(tmp_path, monkeypatch):
+    "A big store saves its mirror's columns (every live row's text) at close; a delete after reopening re-saves them without it."
+    from earmem.memory.backends.sqlite import SQLiteBackend
+    monkeypatch.setattr(SQLiteBackend, "columns_min_rows", 10)
+    word = canary()
+    st = MemoryStore(tmp_path / "s", encoder=HashingEncoder(DIM), config=CFG)
+    secret, _ = fill(st, np.random.default_rng(7), "text", word, n_queries=2)
+    st.close()
+    assert "columns.bin" in raw_files_with(tmp_path / "s", word)
+    st = MemoryStore(tmp_path / "s", encoder=HashingEncoder(DIM), config=CFG)
+    st.delete(secret)
+    assert raw_files_with(tmp_path / "s", word) == [] and (tmp_path / "s" / "columns.bin").exists()
+    st.close()
+    assert raw_files_with(tmp_path / "s", word) == []

@@ -52,9 +52,11 @@ class BackendWrites(Protocol):
     def touch(self, ids: list, now: float, rev: int) -> None:
         "Move the last-access time of `ids` forward to `now` (never backwards)."
     def erase(self, mid: str, rev: int) -> bool:
-        "Delete memory `mid` and blank the text of its earlier audit entries; False when there is no such memory."
+        "Delete memory `mid` and blank the text of its earlier audit entries and of the entries that quote it (the 'supersede' entry of the memory it replaced); False when there is no such memory."
     def audit_many(self, rows: list) -> None:
         "Append audit entries (at, memory id, action, detail dict)."
+    def scrub(self) -> dict:
+        "After a commit that erased (a delete, a clear): leave no copy of the erased text in the backend's own files where it can see to it; returns what it did."
 
 # %% ../../../nbs/memory/backends/20_boundary.ipynb #7e2c1a40
 class BackendReads(Protocol):
@@ -95,7 +97,7 @@ class BackendSearch(Protocol):
 
 # %% ../../../nbs/memory/backends/20_boundary.ipynb #d498301f
 class BackendLearning(Protocol):
-    "The feedback log (append-only, the truth) and learner checkpoints (a cache of it)."
+    "The feedback log (append-only but for forgetting; the truth) and learner checkpoints (a cache of it)."
     def log_feedback(self, at: float, query: str, slate: list, labels: list, learner: str,
                      candidates: dict | None = None, vectors: bytes | None = None) -> int:
         "Append one feedback event (inside `write`); returns its seq, larger than every earlier one."
@@ -111,6 +113,10 @@ class BackendLearning(Protocol):
         "Make checkpoint `version` current (without `force`, only further along the log); returns the current one."
     def prune_checkpoints(self) -> int:
         "Remove checkpoints no reader can still need; returns how many went (0 when read-only)."
+    def erase_feedback(self, ids: list | None = None) -> int:
+        "Inside `write`: delete the feedback events whose slate or candidates name any of memories `ids` (None: every event of the store), with their request ids; when any went (always for None), point the learner at no checkpoint. Returns how many went."
+    def drop_checkpoints(self) -> int:
+        "Remove every checkpoint but the current one now (after feedback was erased an older one may hold it); returns how many went."
 
 class BackendMigration(Protocol):
     "Everything a store holds, in the order it was written (what `earmem memory migrate` copies)."

@@ -319,10 +319,14 @@ def touch(self: PostgresBackend, ids: list, now: float, rev: int):
 
 @patch
 def erase(self: PostgresBackend, mid: str, rev: int) -> bool:
-    "Delete memory `mid` and blank its earlier audit entries; False when there is no such memory."
-    gone = self._q("DELETE FROM {s}.memories WHERE namespace=%s AND id=%s RETURNING 1", (self.namespace, mid)).fetchone()
+    "Delete memory `mid`, blank its earlier audit entries and the 'supersede' entry quoting it (on the memory it replaced); False when there is no such memory."
+    gone = self._q("DELETE FROM {s}.memories WHERE namespace=%s AND id=%s RETURNING metadata", (self.namespace, mid)).fetchone()
     if gone is None: return False
     self._q("""UPDATE {s}.audit SET detail='{{"erased": true}}' WHERE namespace=%s AND memory_id=%s""", (self.namespace, mid))
+    old = json.loads(gone[0]).get("supersedes")
+    if old is not None:
+        self._q("UPDATE {s}.audit SET detail=%s WHERE namespace=%s AND memory_id=%s AND action='supersede' AND detail::jsonb->>'by' = %s",
+                (json.dumps({"by": mid, "erased": True}), self.namespace, old, mid))
     return True
 
 @patch
@@ -400,6 +404,24 @@ def feedback_request(self: PostgresBackend, request_id: str) -> tuple | None:
 def answer_request(self: PostgresBackend, request_id: str, answer: dict):
     "Keep the answer given to feedback `request_id` (what a retry returns)."
     self._q("UPDATE {s}.feedback_requests SET answer=%s WHERE namespace=%s AND request_id=%s", (json.dumps(answer, default=float), self.namespace, request_id))
+
+# %% ../../../nbs/memory/backends/20c_postgres.ipynb #3f21bfe0
+@patch
+def erase_feedback(self: PostgresBackend, ids: list | None = None) -> int:
+    "Inside `write`: delete the namespace's feedback rows whose slate or candidates name any of memories `ids` (None: every row), with their request ids; when any went (always for None), point the learner at no checkpoint (chapter 20a). Returns how many went."
+    if ids is not None and (isinstance(ids, str) or not all(isinstance(i, str) for i in ids)):
+        raise TypeError(f"ids: expected a list of memory ids or None, got {ids!r}")
+    names = "" if ids is None else " AND (slate::jsonb ?| %s OR (candidates IS NOT NULL AND (candidates::jsonb -> 'ids') ?| %s))"
+    args = (self.namespace,) if ids is None else (self.namespace, list(ids), list(ids))
+    gone = [s for s, in self._q("DELETE FROM {s}.feedback WHERE namespace=%s" + names + " RETURNING seq", args).fetchall()]
+    if gone: self._q("DELETE FROM {s}.feedback_requests WHERE namespace=%s AND seq = ANY(%s)", (self.namespace, gone))
+    if gone or ids is None: self._set_meta("learner", ""); self.learner = ""
+    return len(gone)
+
+@patch
+def scrub(self: PostgresBackend) -> dict:
+    "After a commit that erased: nothing more the backend can see to. The rows are deleted; their bytes stay in PostgreSQL's pages and write-ahead log until VACUUM reuses them (and in backups): the server's operator's to clear."
+    return {}
 
 # %% ../../../nbs/memory/backends/20c_postgres.ipynb #3ffa0bfb
 @patch
@@ -488,6 +510,12 @@ def save_learner(self: PostgresBackend, learner, seq: int, force: bool = False) 
         cur = self.point_learner(version, force)
         self.prune_checkpoints()  # our own files go too when another checkpoint won
     return cur
+
+# %% ../../../nbs/memory/backends/20c_postgres.ipynb #1a017be7
+@patch
+def drop_checkpoints(self: PostgresBackend) -> int:
+    "Remove every checkpoint but the current one now (after feedback was erased); here that is what `prune_checkpoints` does at every save."
+    return self.prune_checkpoints()
 
 # %% ../../../nbs/memory/backends/20c_postgres.ipynb #7c27b9db
 @patch

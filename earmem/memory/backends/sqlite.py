@@ -96,6 +96,20 @@ def load_learner(self: SQLiteBackend, version: str) -> tuple:
     check_finite_learner(learner, f"the checkpoint {folder}")
     return version, learner
 
+# %% ../../../nbs/memory/backends/20b_sqlite.ipynb #f38ff094
+@patch
+def drop_checkpoints(self: SQLiteBackend) -> int:
+    "Remove every checkpoint but the current one now, however recent (an older one may have learned erased feedback); a save another live process has in flight is left to it. Returns how many went."
+    root = self.path / LEARNER_DIR
+    if self.readonly or not root.is_dir(): return 0
+    current = self._meta("learner")
+    def flying(p: Path) -> bool:
+        m = _CHECKPOINT.match(p.name)
+        return m is not None and int(m.group(2)) != os.getpid() and _pid_alive(int(m.group(2))) and (p.name.startswith(".") or p.name > current)
+    gone = [p for p in root.iterdir() if p.name != current and not flying(p)]
+    for p in gone: shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+    return len(gone)
+
 # %% ../../../nbs/memory/backends/20b_sqlite.ipynb #98638727
 PENDING_MAX = 4096  # rows a search scans exactly besides the graph's short list before they are added to it
 PENDING_HARD = 16_384  # pending rows beyond which a write waits for the background linker before starting it again

@@ -12,7 +12,7 @@ from pathlib import Path
 from fastcore.basics import patch
 import numpy as np
 from ..index.graph import REF_SIZE, VectorLog, restore_vectors, round_f16
-from ..index.columns import live_rows, restore_columns, save_columns
+from ..index.columns import COLUMNS_FILE, live_rows, restore_columns, save_columns
 from ..index.mirror import COLUMNS, _COLUMNS, _Index, LEXICAL_BUDGET
 from earmem.memory.backends.boundary import (AUDIT_COLUMNS, DB_NAME, FTS_SCHEMA, RECORD_COLUMNS, SCHEMA_VERSION, AuditEntry, RecordRow,
     ReplayRow)
@@ -230,6 +230,7 @@ def _connect(self: SQLiteBackend, db_path: Path):
         raise ValueError(f"path: {db_path} has schema version {schema and schema[0]!r}, expected {SCHEMA_VERSION}")
     if not self.readonly: self.db.execute("PRAGMA journal_mode=WAL")
     self.db.execute("PRAGMA synchronous=NORMAL")
+    self.db.execute("PRAGMA secure_delete=ON")  # a deleted row's bytes are zeroed, not left in a free page
     self._replayable = "vectors" in [r[1] for r in self.db.execute("PRAGMA table_info(feedback)")]
     if not self._replayable and not self.readonly:  # a store from before the log could be replayed: add the columns
         self.db.executescript("BEGIN IMMEDIATE; ALTER TABLE feedback ADD COLUMN candidates TEXT; "
@@ -343,11 +344,15 @@ def touch(self: SQLiteBackend, ids: list, now: float, rev: int):
 
 @patch
 def erase(self: SQLiteBackend, mid: str, rev: int) -> bool:
-    "Delete memory `mid`, leave a tombstone, blank its earlier audit entries; False when there is no such memory."
-    if self.db.execute("SELECT 1 FROM memories WHERE id=?", (mid,)).fetchone() is None: return False
+    "Delete memory `mid`, leave a tombstone, blank its earlier audit entries and the 'supersede' entry quoting it (on the memory it replaced); False when there is no such memory."
+    got = self.db.execute("SELECT json_extract(metadata, '$.supersedes') FROM memories WHERE id=?", (mid,)).fetchone()
+    if got is None: return False
     self.db.execute("DELETE FROM memories WHERE id=?", (mid,))
     self.db.execute("INSERT OR REPLACE INTO tombstones VALUES (?, ?)", (mid, rev))
     self.db.execute("UPDATE audit SET detail='{\"erased\": true}' WHERE memory_id=?", (mid,))
+    if got[0] is not None:
+        self.db.execute("UPDATE audit SET detail=? WHERE memory_id=? AND action='supersede' AND json_extract(detail, '$.by')=?",
+                        (json.dumps({"by": mid, "erased": True}), got[0], mid))
     return True
 
 @patch
@@ -413,6 +418,22 @@ def answer_request(self: SQLiteBackend, request_id: str, answer: dict):
     "Keep the answer given to feedback `request_id` (what a retry returns)."
     self.db.execute("UPDATE feedback_requests SET answer=? WHERE request_id=?", (json.dumps(answer, default=float), request_id))
 
+# %% ../../../nbs/memory/backends/20a_sqlite_rows.ipynb #23f7414d
+_NAMES_ANY = ("EXISTS (SELECT 1 FROM json_each(feedback.slate) WHERE value IN (SELECT value FROM json_each(?1))) OR "
+              "(candidates IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(feedback.candidates, '$.ids') WHERE value IN (SELECT value FROM json_each(?1))))")
+
+@patch
+def erase_feedback(self: SQLiteBackend, ids: list | None = None) -> int:
+    "Inside `write`: delete the feedback rows whose slate or candidates name any of memories `ids` (None: every row), with their request ids; when any went (always for None), point the learner at no checkpoint. Returns how many went."
+    if ids is not None and (isinstance(ids, str) or not all(isinstance(i, str) for i in ids)):
+        raise TypeError(f"ids: expected a list of memory ids or None, got {ids!r}")
+    where, args = ("1", ()) if ids is None else (_NAMES_ANY, (json.dumps(list(ids)),))
+    gone = [s for s, in self.db.execute(f"DELETE FROM feedback WHERE {where} RETURNING seq", args).fetchall()]
+    if gone and self.db.execute("SELECT 1 FROM sqlite_master WHERE name='feedback_requests'").fetchone():
+        self.db.executemany("DELETE FROM feedback_requests WHERE seq=?", [(s,) for s in gone])
+    if gone or ids is None: self._set_meta("learner", ""); self.learner = ""
+    return len(gone)
+
 # %% ../../../nbs/memory/backends/20a_sqlite_rows.ipynb #a72bf45d
 @patch
 def counts(self: SQLiteBackend) -> dict:
@@ -445,3 +466,18 @@ def check_dim(self: SQLiteBackend, sample: int | None = 64):
     if np.any(np.abs(norms - 1) > 0.02):
         raise ValueError(f"path: the vectors stored in {self.path} do not read as unit vectors of {self.dim} values (norms {norms.min():.2f} to {norms.max():.2f}): "
                          "the manifest's dim was edited, or the vector log is another store's; refusing to open it (nothing was changed)")
+
+# %% ../../../nbs/memory/backends/20a_sqlite_rows.ipynb #259606e1
+@patch
+def scrub(self: SQLiteBackend) -> dict:
+    "After a commit that erased: merge the full-text index (no segment keeps an erased term), save the columns afresh (or remove them), checkpoint the log into the database and truncate it. Returns {fts, columns, wal_truncated}."
+    if self.readonly or self.immutable: raise PermissionError(errno.EACCES, f"store: {self.path} is open read-only; scrubbing writes")
+    fts = bool(self._lexical)
+    if fts:
+        with self.write(): self.db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+    columns = None
+    if (self.path / COLUMNS_FILE).exists():
+        columns = "saved" if self.save_columns(force=True) is not None else "removed"
+        if columns == "removed": (self.path / COLUMNS_FILE).unlink(missing_ok=True); self._columns = None
+    busy = self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    return {"fts": fts, "columns": columns, "wal_truncated": not busy}

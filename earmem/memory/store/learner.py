@@ -167,8 +167,14 @@ def _feedback_labels(self: Learning, hits: Hits, cited) -> list:
 
 # %% ../../../nbs/memory/store/22_learner.ipynb #7a1b2c16
 @patch
+def _check_hits(self: Learning, hits: Hits):
+    "A declared hook, called by `_learn_and_log` inside the write transaction before anything is learned: chapter 23 refuses hits naming a memory deleted since the search. Does nothing."
+    return None
+
+@patch
 def _learn_and_log(self: Learning, hits: Hits, labels: list) -> dict:
-    "Inside the write transaction: catch up with the log, learn this feedback (unless the learner is frozen), log it."
+    "Inside the write transaction: check the hits (`_check_hits`), catch up with the log, learn this feedback (unless the learner is frozen), log it."
+    self._check_hits(hits)
     self._sync_learner()
     out = self._learn(hits.candidates, hits.positions, labels) if self.learner_problem is None else {}
     record, vectors = _feedback_record(hits.candidates, hits.positions)
@@ -228,3 +234,24 @@ def repair(self: Learning) -> dict:
         self._learner_version, self._unsaved = version, 0
     return {"feedback": len(rows), "replayed": learned, "skipped": len(rows) - learned,
             "steps": getattr(self._learner, "steps", 0), "learner": version or None, "was": was}
+
+# %% ../../../nbs/memory/store/22_learner.ipynb #de7da1ab
+@patch
+def _forget_feedback(self: Learning, ids) -> int | None:
+    "Inside a delete's or clear's write transaction: erase the logged feedback naming memories `ids` (None: all of it) and unpoint the learner. Returns the last row the rebuilt learner must count as seen, or None when nothing it learned went."
+    seen, pointed = max(self._backend.last_feedback(), self._learner_seq), bool(self._backend.learner)
+    gone = self._backend.erase_feedback(None if ids is None else list(ids))
+    return seen if gone or (ids is None and pointed) else None
+
+@patch
+def _relearn(self: Learning, seen: int) -> dict:
+    "After the commit of `_forget_feedback`: a fresh learner replays what remains of the log (not what a rollback took back), is checkpointed as having seen row `seen`, and every other checkpoint goes."
+    with self._lock:
+        rows = skip_rolled_back(self._backend.feedback_rows(0), (getattr(self, "manifest", None) or {}).get("rolled_back"))
+        self._learner, self._learner_seq, self.learner_problem = None, 0, None
+        learned = self._replay(rows)
+        if self._learner is None: self._learner = self._new_learner()
+        self._learner_seq = max(seen, self._learner_seq)
+        self._learner_version, self._unsaved = self._backend.save_learner(self._learner, self._learner_seq, force=True), 0
+        dropped = self._backend.drop_checkpoints()
+    return {"replayed": learned, "learner": self._learner_version, "dropped": dropped}

@@ -318,19 +318,28 @@ def _relink_replaced(self: MemoryStore, id: str, rev: int) -> list:
     return [(self.clock(), old.id, "reinstate", {"replacement_deleted": id})]
 
 @patch
+def _after_erase(self: MemoryStore, seen: int | None) -> dict:
+    "After a commit that erased memories: rebuild the learner when feedback went (`seen` from `_forget_feedback`, chapter 22), then scrub the backend's files (even if the rebuild failed)."
+    try: learner = self._relearn(seen) if seen is not None else None
+    finally: scrub = self._backend.scrub()
+    return {"learner": learner, "scrub": scrub}
+
+@patch
 def delete(self: MemoryStore, id: str) -> None:
-    "Erase memory `id`: the row and its text in earlier audit entries go; a 'delete' audit entry remains. A memory `id` had superseded holds again: deleting the newer claim never hides the older one."
+    "Erase memory `id`: the row and its text in earlier audit entries go; a 'delete' audit entry remains. A memory `id` had superseded holds again: deleting the newer claim never hides the older one. The feedback naming it goes in the same commit; then the learner is rebuilt from what remains and the files are scrubbed."
     self._check_open()
     with self._write() as rev:
         relinked = self._relink_replaced(id, rev)
         if not self._backend.erase(id, rev): raise KeyError(f"id: no memory {id!r} in {self.path}")
         self._audit(id, "delete", {})
         if relinked: self._backend.audit_many(relinked)
+        seen = self._forget_feedback([id])
+    self._after_erase(seen)
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #6f69b1a5
 @patch
 def clear(self: MemoryStore, reason: str | None = None) -> dict:
-    "Erase every memory of this store's namespace in one transaction; each leaves a 'delete' audit entry (cleared, reason). Returns {user_id, deleted}."
+    "Erase every memory of this store's namespace and its feedback log in one transaction (the learner starts afresh, the files are scrubbed); each memory leaves a 'delete' audit entry (cleared, reason). Returns {user_id, deleted}."
     if reason is not None and not isinstance(reason, str): raise TypeError(f"reason: expected a string, got {type(reason).__name__}")
     self._check_open()
     with self._write() as rev:
@@ -338,7 +347,16 @@ def clear(self: MemoryStore, reason: str | None = None) -> dict:
         for mid in ids: self._backend.erase(mid, rev)
         now = self.clock()
         self._backend.audit_many([(now, mid, "delete", {"cleared": True, "reason": reason}) for mid in ids])
+        seen = self._forget_feedback(None)
+    self._after_erase(seen)
     return {"user_id": self.namespace, "deleted": len(ids)}
+
+# %% ../../../nbs/memory/store/23_operations.ipynb #e71fc10e
+@patch
+def _check_hits(self: MemoryStore, hits: Hits):
+    "Refuse hits naming a memory deleted since the search (inside the feedback's transaction): their row would bring back the query and vector the delete erased."
+    gone = [i for i in hits.candidates.ids if not self._backend.has(i)]
+    if gone: raise ValueError(f"hits: memories {gone} were deleted after this search; search again and give feedback on those hits")
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #3b0e002a
 @patch

@@ -83,3 +83,41 @@ def test_a_session_neighbour_enters_the_candidates_through_the_wider_pool(tmp_pa
     assert got.ids[0] == "ask" and "answer" in got.ids      # its question turn lifts it into the K candidates
     assert len(got.candidates.ids) == 4                      # the learner still sees K candidates
     plain.close(); sess.close()
+
+
+def _no_checkpoints(s):
+    "Checkpoints fail as on a full disk (the feedback still commits; the learner is saved later, or never)."
+    import errno
+    s._backend.save_learner = lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device"))
+
+
+def _lazy(s):
+    import dataclasses
+    s.config = dataclasses.replace(s.config, checkpoint_every=1000)
+
+
+SAVES = {"every call": lambda s: None, "deferred (disk full)": _no_checkpoints, "lazy (every 1000)": _lazy}
+
+
+@pytest.mark.parametrize("saves", list(SAVES))
+@pytest.mark.parametrize("stream", ["poison", "poison, rollback, honest", "honest"])
+@pytest.mark.parametrize("guard_at_reopen", [False, True])
+def test_the_reopened_learner_is_the_live_one(tmp_path, saves, stream, guard_at_reopen):
+    "After guarded feedback (steps kept whole, shortened or refused), a reopened store serves what the live one served: the same top 5 for every question, the same trust — however its checkpoints were saved, with or without a guard at reopen."
+    import warnings
+    from earmem.memory.store.trust import Guard, feed_stream, poison_store
+    warnings.simplefilter("ignore")
+    s, Q, right = poison_store(tmp_path / "s", lr=0.05)
+    s.guard = Guard(); SAVES[saves](s)
+    feed_stream(s, Q, right, 60, stream.split(",")[0])
+    if "rollback" in stream:   # the rollback itself must save (it raises on a full disk): the disk has room for it, not after
+        s._backend.__dict__.pop("save_learner", None); s.rollback(to=0); SAVES[saves](s); feed_stream(s, Q, right, 30, "honest")
+    live = [s.search(Q[i:i + 1], k=5).ids for i in range(len(right))]
+    trusted, refused = s.learner_trusted, getattr(s, "guard_refused", 0)
+    s.close()
+    again = MemoryStore(tmp_path / "s")
+    if guard_at_reopen: again.guard = Guard()
+    assert [again.search(Q[i:i + 1], k=5).ids for i in range(len(right))] == live
+    assert again.learner_trusted == trusted
+    if stream == "poison": assert refused > 0            # the guard did act: the case is not vacuous
+    again.close()

@@ -367,11 +367,12 @@ def _buffer_tensors(buffer: ExperienceBuffer) -> dict:
 
 # %% ../../nbs/ear/04_replay.ipynb #f42c29d7
 def _ear_meta(ear: EAR, param_groups: list) -> dict:
-    "What `ear.json` holds: class, configuration, counters, the numpy generator state and the buffer's index."
+    "What `ear.json` holds: class, configuration, counters, the numpy generator state, the buffer's index, and `host_state` (plain JSON a host keeps with its learner, e.g. the store's trust gate, chapter 22)."
     return {"format": "earmem.EAR/1", "class": type(ear).__name__, "dim": ear.dim, "seed": ear.seed,
             "config": asdict(ear.config), "steps": ear.steps, "critic_calls": ear.critic_calls,
             "param_groups": param_groups, "rng": ear.rng.bit_generator.state,
-            "buffer": {"query_ids": [e.query_id for e in ear.buffer.items], "K": [len(e.memories) for e in ear.buffer.items]}}
+            "buffer": {"query_ids": [e.query_id for e in ear.buffer.items], "K": [len(e.memories) for e in ear.buffer.items]},
+            "host_state": getattr(ear, "host_state", None)}
 
 # %% ../../nbs/ear/04_replay.ipynb #8c05bf2c
 def _write_ear(ear: EAR, folder: Path):
@@ -449,6 +450,6 @@ def load(cls: EAR, folder: str | Path) -> EAR:
     _load_optimizer(ear, tensors, meta["param_groups"])
     ear.generator.set_state(tensors["generator"])
     ear.rng.bit_generator.state = meta["rng"]
-    ear.steps, ear.critic_calls = meta["steps"], meta["critic_calls"]
+    ear.steps, ear.critic_calls, ear.host_state = meta["steps"], meta["critic_calls"], meta.get("host_state")
     _load_buffer(ear, folder, meta["buffer"])
     return ear

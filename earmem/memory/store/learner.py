@@ -83,11 +83,18 @@ def _learn(self: Learning, cands: Candidates, positions, labels) -> dict:
         return self._learner.observe(cands, [np.asarray(positions, dtype=np.int64)], [np.asarray(labels, dtype=np.int8)])
 
 # %% ../../../nbs/memory/store/22_learner.ipynb #7a1b2c08
+def _kept(learner):
+    "`learner`, its trust gate (`learner.gate`, see `_judge_learner`) copied into `host_state`, which its checkpoint keeps (chapter 04): reopened, it is trusted as it was."
+    gate = getattr(learner, "gate", None)
+    if gate is not None:
+        learner.host_state = {**(getattr(learner, "host_state", None) or {}), "gate": [[float(f), float(a), int(n)] for f, a, n in gate]}
+    return learner
+
 @patch
 def _checkpoint(self: Learning):
     "Save the learner (up to the feedback row it has learned) through the backend; a newer checkpoint elsewhere wins."
     if self._learner is None or self.learner_problem is not None: return
-    self._learner_version, self._unsaved = self._backend.save_learner(self._learner, self._learner_seq), 0
+    self._learner_version, self._unsaved = self._backend.save_learner(_kept(self._learner), self._learner_seq), 0
 
 # %% ../../../nbs/memory/store/22_learner.ipynb #7a1b2c0a
 @patch
@@ -98,7 +105,8 @@ def _load_learner(self: Learning, version: str):
     try:  # the backend may hand back a newer checkpoint (this one was replaced meanwhile): count from what was loaded
         self._learner_version, self._learner = self._backend.load_learner(version)
         self._learner_seq = learner_seq(self._learner_version)
-        self._learner.gate = deque(maxlen=GATE_WINDOW)  # judged afresh on the feedback that comes next
+        kept = (getattr(self._learner, "host_state", None) or {}).get("gate") or []   # the gate it was saved with (none: judged afresh)
+        self._learner.gate = deque((tuple(x) for x in kept), maxlen=GATE_WINDOW)
     except Exception as e:  # missing, truncated, foreign or non-finite files
         self.learner_problem = f"{type(e).__name__}: {e}"
         warnings.warn(f"store {self.path}: the learner checkpoint {version} cannot be loaded ({self.learner_problem}); serving "
@@ -140,11 +148,13 @@ def _logged_candidates(query: str, record: dict, vectors: bytes, dim: int) -> tu
 # %% ../../../nbs/memory/store/22_learner.ipynb #7a1b2c11
 @patch
 def _replay(self: Learning, rows: list) -> int:
-    "Learn the logged feedback `rows` in order (rows logged before the log kept vectors are skipped); returns how many were learned."
+    "Learn the logged feedback `rows` in order, each as it was learned live (`_logged_step`: the share of its step a guard kept, 1 when the row says none); rows logged before the log kept vectors are skipped. Returns how many were learned."
     learned = 0
     for seq, query, labels, record, vectors in rows:
         if record is not None and vectors is not None:
-            self._learn(*_logged_candidates(query, record, vectors, self.dim), labels); learned += 1
+            self._logged_step = float(record.get("step", 1.0))
+            try: self._learn(*_logged_candidates(query, record, vectors, self.dim), labels); learned += 1
+            finally: self._logged_step = None
         self._learner_seq = seq
     return learned
 
@@ -178,6 +188,7 @@ def _learn_and_log(self: Learning, hits: Hits, labels: list) -> dict:
     self._sync_learner()
     out = self._learn(hits.candidates, hits.positions, labels) if self.learner_problem is None else {}
     record, vectors = _feedback_record(hits.candidates, hits.positions)
+    if out.get("step", 1.0) < 1: record["step"] = float(out["step"])   # what a guard (chapter 23c) kept of this step: a replay does the same
     seq = self._backend.log_feedback(self.clock(), hits.query, hits.ids, labels, self._learner_version, record, vectors)
     if self.learner_problem is None: self._learner_seq = seq
     return out
@@ -230,7 +241,7 @@ def repair(self: Learning) -> dict:
             self._learner, self._learner_seq, self.learner_problem = None, 0, None
             learned = self._replay(rows)
             self._learner_seq = every[-1][0] if every else 0  # rows a rollback took back count as seen
-        version = self._backend.save_learner(self._learner, self._learner_seq, force=True) if self._learner else self._backend.point_learner("", force=True)
+        version = self._backend.save_learner(_kept(self._learner), self._learner_seq, force=True) if self._learner else self._backend.point_learner("", force=True)
         self._learner_version, self._unsaved = version, 0
     return {"feedback": len(rows), "replayed": learned, "skipped": len(rows) - learned,
             "steps": getattr(self._learner, "steps", 0), "learner": version or None, "was": was}
@@ -252,6 +263,6 @@ def _relearn(self: Learning, seen: int) -> dict:
         learned = self._replay(rows)
         if self._learner is None: self._learner = self._new_learner()
         self._learner_seq = max(seen, self._learner_seq)
-        self._learner_version, self._unsaved = self._backend.save_learner(self._learner, self._learner_seq, force=True), 0
+        self._learner_version, self._unsaved = self._backend.save_learner(_kept(self._learner), self._learner_seq, force=True), 0
         dropped = self._backend.drop_checkpoints()
     return {"replayed": learned, "learner": self._learner_version, "dropped": dropped}

@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 import numpy as np
 from fastcore.basics import patch
-from .learner import Learning, _logged_candidates, skip_rolled_back
+from .learner import Learning, _kept, _logged_candidates, skip_rolled_back
 from .operations import MemoryStore
 from ..index.mirror import one_blas_thread
 
@@ -79,27 +79,46 @@ def restore(learner, snap: tuple, alpha: float = 0.0) -> None:
     learner.adapter.load_state_dict(params); learner.optimizer.load_state_dict(opt)
     learner.buffer.items, learner.buffer._Q, learner.steps = items, None, steps
 
+# %% ../../../nbs/memory/store/23c_trust.ipynb #1a3731f8
+@patch
+def _guard_see(self: MemoryStore, cands):
+    "Add `cands` to the guard's window of recent slates (made anew when the guard's window size changed)."
+    g = self.guard
+    if getattr(self, "_guard_window", None) is None or self._guard_window.maxlen != g.window: self._guard_window = deque(maxlen=g.window)
+    self._guard_window.append(cands)
+
+@patch
+def _learn_as_logged(self: MemoryStore, cands, positions, labels, step: float) -> dict:
+    "Replay one logged feedback as it was learned live: the whole step (`step` 1), that share of it, or none (0: the guard refused it)."
+    if self._learner is None: self._learner = self._new_learner()
+    if self.guard is not None: self._guard_see(cands)
+    guarded = hasattr(self._learner, "adapter") and hasattr(self._learner, "optimizer")
+    snap = snapshot(self._learner) if guarded and step < 1 else None
+    out = Learning._learn(self, cands, positions, labels)
+    if snap is not None: restore(self._learner, snap, step)   # 0: back to before, as a refusal left it
+    return {**out, "refused": step == 0, "step": step}
+
 # %% ../../../nbs/memory/store/23c_trust.ipynb #e7e9a5e0
 @patch
 def _learn(self: MemoryStore, cands, positions, labels) -> dict:
-    "One EAR update; with a guard set, undone (and reported `refused`) when it takes agreement below the guard's floor."
+    "One EAR update; with a guard set, shortened or undone (reported `step`, `refused`) when it takes agreement below the guard's floor; a replayed row (`_logged_step` set, chapter 22) is learned as it was live, whatever the guard now."
     g = self.guard
+    if getattr(self, "_logged_step", None) is not None: return self._learn_as_logged(cands, positions, labels, self._logged_step)
     if g is None: return Learning._learn(self, cands, positions, labels)
     if self._learner is None: self._learner = self._new_learner()
-    if getattr(self, "_guard_window", None) is None or self._guard_window.maxlen != g.window: self._guard_window = deque(maxlen=g.window)
-    self._guard_window.append(cands)
+    self._guard_see(cands)
     guarded = hasattr(self._learner, "adapter") and hasattr(self._learner, "optimizer")
     snap = snapshot(self._learner) if guarded else None
     out = Learning._learn(self, cands, positions, labels)
-    agree, alpha = agreement(self._learner, self._guard_window, g.k, g.top), 1.0
-    while guarded and agree < g.floor and alpha > 1 / 16:  # too far: keep half the step, a quarter, ...
-        restore(self._learner, snap, alpha := alpha / 2)
+    agree, alpha, kept = agreement(self._learner, self._guard_window, g.k, g.top), 1.0, 1.0
+    while guarded and agree < g.floor and alpha > 1 / 16:  # too far: keep half of what is left, a quarter of that, ...
+        restore(self._learner, snap, alpha := alpha / 2); kept *= alpha   # of the whole step: 1/2, 1/8, 1/64, 1/1024
         agree = agreement(self._learner, self._guard_window, g.k, g.top)
     if guarded and agree < g.floor:
         restore(self._learner, snap)
         self.guard_refused = getattr(self, "guard_refused", 0) + 1
         return {**out, "refused": True, "step": 0.0, "agreement": agree}
-    return {**out, "refused": False, "step": alpha, "agreement": agree}
+    return {**out, "refused": False, "step": kept, "agreement": agree}
 
 # %% ../../../nbs/memory/store/23c_trust.ipynb #2cc2757a
 def poison_store(path, memories: int = 80, questions: int = 40, dim: int = 64, noise: float = 0.15, lr: float = 1e-2, seed: int = 0,
@@ -179,7 +198,7 @@ def rollback(self: MemoryStore, to: int) -> dict:
                 self.manifest = {**self.manifest, "rolled_back": done + [[int(to) + 1, int(last)]]}
                 self._backend.save_manifest(self.manifest)
         self._learner_seq = last
-        self._learner_version, self._unsaved = self._backend.save_learner(self._learner, last, force=True), 0
+        self._learner_version, self._unsaved = self._backend.save_learner(_kept(self._learner), last, force=True), 0
     return {"to": int(to), "replayed": learned, "ignored": last - int(to), "learner": self._learner_version}
 
 # %% ../../../nbs/memory/store/23c_trust.ipynb #7f5f1e78

@@ -312,6 +312,8 @@ def _tool_arguments(arguments_json) -> dict:
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #e3f9bd32
 class MemoryTools:
     "JSON-in, JSON-out memory operations over one store (a `MemoryStore` or anything with its methods); remembers the last `keep` searches for feedback by id."
+    max_claims = 1_000     # claims one add_messages call may bring through a door (bounded work a request; the door's Limits cap the turns)
+    max_chars = 300_000    # characters it may ask the encoder to read (turns and claims): ~17 s with MiniLM on 2 busy cores
     def __init__(self, store, keep: int = 64):
         if not all(callable(getattr(store, m, None)) for m in ("search", "add", "feedback")):
             raise TypeError(f"store: expected a MemoryStore (an object with search, add and feedback), got {type(store).__name__}")
@@ -477,7 +479,8 @@ def add_messages(self: MemoryTools, messages: list, session: str | None = None, 
     "Store chat `messages` through the store's `add_messages` (turns as episodes, extracted claims as memories); its JSON result."
     if not callable(getattr(self.store, "add_messages", None)):
         raise TypeError("add_messages: this store has no chat ingestion; import earmem.memory (or earmem.memory.store.chat) first")
-    return self.store.add_messages(messages, session=session, timestamp=timestamp, extract=extract).to_json()
+    cap = {k: v for k, v in (("max_claims", self.max_claims), ("max_chars", self.max_chars)) if v is not None}
+    return self.store.add_messages(messages, session=session, timestamp=timestamp, extract=extract, **cap).to_json()
 
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #c5d66e68

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Protocol
 from dateutil.relativedelta import MO, SA, relativedelta, weekday
 from fastcore.basics import patch
+from ...core import check_positive_int
 from ...ear.llm import ChatClient, _json_objects, _safe_json
 from ..rules.hygiene import KINDS, is_chatter, iso, to_epoch
 from ..rules.updates import _fresh, _slots, slots
@@ -474,7 +475,9 @@ def add_messages(self: MemoryStore,
                  messages,  # [{"role": "user" | "assistant" | …, "content": str, optional "name", "timestamp"}]
                  session: str | None = None,  # the conversation / session id (metadata and source of everything written)
                  timestamp=None,  # when the messages were written, for those without their own; None = now
-                 extract=True) -> ChatResult:  # True: the offline rules; an Extractor (e.g. LLMExtractor(client)); False: turns only
+                 extract=True,  # True: the offline rules; an Extractor (e.g. LLMExtractor(client)); False: turns only
+                 max_claims: int | None = None,  # refuse a call whose turns state more claims (nothing written); None: no cap
+                 max_chars: int | None = None) -> ChatResult:  # … or whose turns and claims, the texts it encodes, hold more characters
     "Store a conversation: each turn as an episode and the facts, decisions, preferences and corrections it states (updates superseding), in one batch."
     self._check_open()
     if session is not None and (not isinstance(session, str) or not session.strip()): raise ValueError(f"session: expected a non-empty string, got {session!r}")
@@ -482,6 +485,11 @@ def add_messages(self: MemoryStore,
     items = _episodes(msgs, session, result.skipped)
     who = {m["turn"]: m["speaker"] or m["role"] for m in msgs}  # whose claim: 'I meant X' corrects its own speaker's
     cands = [{**c, "who": who.get(c.get("turn"))} for c in ex(msgs)] if ex is not None else []
+    if max_claims is not None and len(cands) > check_positive_int(max_claims, "max_claims"):   # bounded work a call, before any write
+        raise ValueError(f"messages: these turns state {len(cands):,} claims; the limit is {max_claims:,} a call (nothing was written); send fewer turns a call")
+    chars = sum(len(m["content"]) for m in msgs) + sum(len(c["text"]) for c in cands)
+    if max_chars is not None and chars > check_positive_int(max_chars, "max_chars"):   # what encoding costs: ~18,000 characters/s with MiniLM on 2 cores
+        raise ValueError(f"messages: these turns and their claims hold {chars:,} characters to encode; the limit is {max_chars:,} a call (nothing was written); send fewer turns a call")
     cands, targets = self._resolve_corrections(cands)   # in memory, before the write (a search for a stored claim at most)
     at = {it["metadata"]["turn"]: it["timestamp"] for it in items}
     result.episodes, claims = self._ingest(items, cands, targets, session, at, getattr(ex, "name", type(ex).__name__))

@@ -343,17 +343,24 @@ def maybe_consolidate(self: MemoryStore, min_new_rows: int = 200, **kwargs) -> d
 
 # %% ../../../nbs/memory/store/23d_consolidate.ipynb #2cafed93
 def consolidate_shared(stores: Sequence[MemoryStore], folder: str | Path, targets: Sequence[MemoryStore] | None = None,
-                       epochs: int = CONSOLIDATION_EPOCHS, batch_size: int = 32, max_seq_length: int = 128, negatives: int = 1, progress: bool = True) -> dict:
-    "Fine-tune one model on the feedback logs of `stores`, save it in `folder`, switch `targets` (default: `stores`) to it."
-    plans = [s._plan(epochs, batch_size, max_seq_length, negatives) for s in stores]
-    bases = {s._base_id() for s in stores} | {s._base_id() for s in targets or ()}
+                       epochs: int = CONSOLIDATION_EPOCHS, batch_size: int = 32, max_seq_length: int = 128, negatives: int = 1, progress: bool = True,
+                       reuse: bool = False, note: dict | None = None) -> dict:
+    "Fine-tune one model on the feedback logs of `stores`, save it in `folder`, switch `targets` (default: `stores`) to it; `reuse`: a model already in `folder` is not trained again; `note`: counts added to the lineage."
+    plans, targets = [s._plan(epochs, batch_size, max_seq_length, negatives) for s in stores], list(stores if targets is None else targets)
+    bases = {s._base_id() for s in stores} | {s._base_id() for s in targets}
     if len(bases) != 1: raise ValueError(f"stores: they were made with different base encoders {sorted(bases)}; one model cannot serve them")
     triples = [t for p in plans for t in p["triples"]]
-    t0, base = time.perf_counter(), bases.pop()
+    t0, base, folder = time.perf_counter(), bases.pop(), Path(folder)
+    enc_id, reused = str(folder.resolve()), reuse and folder.is_dir()      # train_encoder writes the folder whole (os.replace) or not at all
+    lineage = {"base": base, "key": folder.name, "shared": True, "at": iso(time.time()), "feedback_rows": sum(len(p["rows"]) for p in plans),
+               "rows_used": sum(p["used"] for p in plans), "triples": len(triples), "users": len(stores),
+               "users_with_feedback": sum(bool(p["rows"]) for p in plans), **(note or {})}   # counts only: never a user's name or text
+    todo = [s for s in targets if s.manifest["encoder"] != enc_id]        # a re-run after a crash: stores switched already are whole
     with torch_threads(consolidation_threads()):
-        trained = train_encoder(_base_folder(base), triples, folder, epochs, batch_size, 1e-4, max_seq_length, progress=progress)
-        enc_id, lineage = str(Path(folder).resolve()), {"base": base, "key": Path(folder).name, "shared": True, "at": iso(time.time()),
-                                                        "feedback_rows": sum(len(p["rows"]) for p in plans), "triples": len(triples)}
+        trained = {"seconds": 0.0} if reused else train_encoder(_base_folder(base), triples, folder, epochs, batch_size, 1e-4, max_seq_length, progress=progress)
         enc = Encoder(enc_id, cache=False, progress=False)
-        for s in targets if targets is not None else stores: s.switch_encoder(enc, enc_id, lineage, progress)
-    return {"triples": len(triples), "train_seconds": trained["seconds"], "minutes": round((time.perf_counter() - t0) / 60, 2)}
+        from tqdm.auto import tqdm
+        for s in tqdm(todo, desc="consolidating: switching stores", unit="store", disable=not progress or len(todo) < 2):
+            s.switch_encoder(enc, enc_id, {**lineage, "own_feedback": any(s is x for x in stores)}, progress)
+    return {"triples": len(triples), "train_seconds": trained["seconds"], "reused": reused, "switched": len(todo), "encoder": enc_id,
+            "lineage": lineage, "minutes": round((time.perf_counter() - t0) / 60, 2)}

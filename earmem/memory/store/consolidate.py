@@ -356,11 +356,12 @@ def consolidate_shared(stores: Sequence[MemoryStore], folder: str | Path, target
                "rows_used": sum(p["used"] for p in plans), "triples": len(triples), "users": len(stores),
                "users_with_feedback": sum(bool(p["rows"]) for p in plans), **(note or {})}   # counts only: never a user's name or text
     todo = [s for s in targets if s.manifest["encoder"] != enc_id]        # a re-run after a crash: stores switched already are whole
+    own = {id(s): {"own_feedback": True, "last_feedback": p["last_feedback"]} for s, p in zip(stores, plans)}   # maybe_consolidate counts from it
     with torch_threads(consolidation_threads()):
         trained = {"seconds": 0.0} if reused else train_encoder(_base_folder(base), triples, folder, epochs, batch_size, 1e-4, max_seq_length, progress=progress)
         enc = Encoder(enc_id, cache=False, progress=False)
         from tqdm.auto import tqdm
         for s in tqdm(todo, desc="consolidating: switching stores", unit="store", disable=not progress or len(todo) < 2):
-            s.switch_encoder(enc, enc_id, {**lineage, "own_feedback": any(s is x for x in stores)}, progress)
+            s.switch_encoder(enc, enc_id, {**lineage, **own.get(id(s), {"own_feedback": False})}, progress)
     return {"triples": len(triples), "train_seconds": trained["seconds"], "reused": reused, "switched": len(todo), "encoder": enc_id,
             "lineage": lineage, "minutes": round((time.perf_counter() - t0) / 60, 2)}

@@ -109,3 +109,28 @@ def test_single_user_store_and_bad_arguments_are_refused(team, tmp_path, capsys)
                           "--exclude", "cy", "-s", str(team))
     assert code == 2 and "every user of the pool is left out" in err
     assert {x["encoder"] for x in _manifests(team).values()} == {Encoder(cache=False, progress=False).model_id}   # nothing switched
+
+
+def test_a_run_stopped_half_way_is_finished_by_running_it_again(team, capsys, monkeypatch):
+    "A fault after the first two stores switched: each store is whole on one encoder, a server's pool serves every user, the re-run reuses the model."
+    from earmem.memory import MemoryStore
+    real, calls = MemoryStore.switch_encoder, []
+    def flaky(self, *a, **k):
+        calls.append(self.namespace)
+        if len(calls) == 3: raise OSError("simulated crash before the third store's switch")
+        return real(self, *a, **k)
+    monkeypatch.setattr(MemoryStore, "switch_encoder", flaky)
+    code, out, err = _cli(capsys, "consolidate", "--all-users", "--exclude", "cy", "-s", str(team), "--json")
+    assert code == 2 and "simulated crash" in err
+    pooled = str(next((team / POOLED_DIR).iterdir()).resolve())
+    m = _manifests(team)
+    assert sorted(u for u, x in m.items() if x["encoder"] == pooled) == sorted(calls[:2])        # two switched, whole; the rest untouched
+    assert sum(x["encoder"] != pooled for x in m.values()) == 2
+    with StorePool(team) as server:                                                         # mixed: every user still answers
+        for user, names in USERS.items():
+            assert server.store(user).search(f"which pet does {names[0]} have?", k=1)[0].text == f"{names[0]} keeps two grey cats"
+    monkeypatch.setattr(MemoryStore, "switch_encoder", real)
+    code, out, err = _cli(capsys, "consolidate", "--all-users", "--exclude", "cy", "-s", str(team), "--json")
+    again = json.loads(out)
+    assert (code, again["reused"], again["switched"], again["encoder"]) == (0, True, 2, pooled)   # no second training; the rest switched
+    assert {x["encoder"] for x in _manifests(team).values()} == {pooled}

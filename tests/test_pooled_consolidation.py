@@ -2,7 +2,9 @@
 on a folder of three users (ana, bo, cy; the folder's root store 'default' is a user too, with no feedback), cy left out, on the
 bundled MiniLM with a few rows each. The dry run changes nothing; the run trains one model on ana's and bo's rows only, switches
 every store to it (cy's too: a pool serves one encoder; cy's lineage says its own rows were not used), records counts in each
-lineage and never a name; a second run with the same logs trains nothing; a store of one user is refused with a clear error."""
+lineage and never a name; a second run with the same logs trains nothing; a run stopped half-way is finished by the next; a store
+of one user is refused with a clear error. The same door on a PostgreSQL URL (the `pg_url` server of conftest.py; skipped when none
+can be started)."""
 import json
 import shutil
 from pathlib import Path
@@ -134,3 +136,32 @@ def test_a_run_stopped_half_way_is_finished_by_running_it_again(team, capsys, mo
     again = json.loads(out)
     assert (code, again["reused"], again["switched"], again["encoder"]) == (0, True, 2, pooled)   # no second training; the rest switched
     assert {x["encoder"] for x in _manifests(team).values()} == {pooled}
+
+
+def test_postgres_pool(pg_url, capsys, tmp_path, monkeypatch):
+    "The same door on a PostgreSQL URL: the users are namespaces of one database; the model is saved under the cache."
+    import uuid
+    monkeypatch.setenv("EARMEM_CACHE", str(tmp_path / "cache"))   # a URL pool's models go under the cache
+    from urllib.parse import urlsplit, urlunsplit
+    import psycopg
+    db = "earmem_pool_" + uuid.uuid4().hex[:8]                 # a database of its own: its namespaces are exactly this pool's users
+    with psycopg.connect(pg_url, autocommit=True) as c: c.execute(f"CREATE DATABASE {db}")
+    url = urlunsplit(urlsplit(pg_url)._replace(path="/" + db))
+    with StorePool(url, encoder=Encoder(cache=False, progress=False), config=StoreConfig(min_relevance=-1)) as pool:
+        for user, names in USERS.items():
+            st = pool.store(user)
+            st.add_many([f"{p} {v}" for p in names for v in ("keeps two grey cats", "plays the cello")], kind="fact")
+            for p in names:
+                hits = st.search(f"which pet does {p} have?", k=3)
+                st.feedback(hits, cited=[h.id for h in hits if h.text == f"{p} keeps two grey cats"])
+    code, out, err = _cli(capsys, "consolidate", "--all-users", "--exclude", "cy", "-s", url, "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert (res["users"], res["excluded"], res["feedback_rows"], res["switched"]) == (["ana", "bo"], ["cy"], 4, 3)
+    with StorePool(url) as pool:
+        for user, names in USERS.items():
+            st = pool.store(user, create=False)
+            assert st.manifest["encoder"] == res["encoder"] and st.lineage["own_feedback"] == (user != "cy")
+            assert st.search(f"which pet does {names[0]} have?", k=1)[0].text == f"{names[0]} keeps two grey cats"
+    assert Path(res["encoder"]).parent.parent == tmp_path / "cache" / POOLED_DIR
+    with psycopg.connect(pg_url, autocommit=True) as c: c.execute(f"DROP DATABASE {db} WITH (FORCE)")

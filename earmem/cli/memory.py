@@ -504,8 +504,20 @@ def _add_add_messages(sub):
     sp.add_argument("--no-extract", action="store_true", help="store the turns only, extract nothing")
 
 # %% ../../nbs/cli/32_memory.ipynb #676e7615
+def _cmd_consolidate_all(a):
+    "Consolidate every user of the pool folder or URL --store names on their pooled feedback logs (`StorePool.consolidate_all`, chapter 24)."
+    from earmem.memory.service.users import StorePool
+    if a.revert or a.if_new is not None: raise ValueError("all_users: --all-users consolidates the pool now; it takes no --revert or --if-new (run those with --user)")
+    if a.namespace is not None: raise ValueError(f"all_users: --all-users covers every user of the store; drop --user {a.namespace!r} (leave users out with --exclude)")
+    with StorePool(a.store, create=False) as pool:
+        out = pool.consolidate_all(exclude=a.exclude or (), dry_run=a.dry_run, progress=not a.json, **({} if a.epochs is None else {"epochs": a.epochs}))
+    _emit(a, out, "\n".join(f"{k}: {v}" for k, v in out.items()))
+
 def _cmd_consolidate(a):
+    if a.all_users: return _cmd_consolidate_all(a)
+    if a.exclude: raise ValueError("exclude: --exclude leaves users out of a pooled consolidation; add --all-users")
     if a.revert and (a.dry_run or a.if_new is not None): raise ValueError("revert: --revert goes back to the base encoder; it takes no --dry-run or --if-new")
+    if a.namespace is None: a.namespace = os.environ.get("EARMEM_NAMESPACE", "default")
     with _store_from_args(a) as s:
         if a.revert: out = s.revert_encoder(progress=not a.json)
         elif a.if_new is not None: out = s.maybe_consolidate(a.if_new, progress=not a.json) or {"consolidated": False, "reason": f"fewer than {a.if_new} new feedback rows"}
@@ -515,11 +527,17 @@ def _cmd_consolidate(a):
 def _add_consolidate(sub):
     sp = _command(sub, "consolidate", "fine-tune the store's encoder on its feedback log and switch to it", "Turn the feedback "
                   "log into (query, cited, shown-but-uncited) triples, fine-tune a copy of the base encoder, re-embed every memory "
-                  "and switch the store to the new model in one commit (readers keep serving meanwhile).", _cmd_consolidate, "the result")
+                  "and switch the store to the new model in one commit (readers keep serving meanwhile). With --all-users: one model "
+                  "on the pooled logs of every user of the store folder or URL (but --exclude'd users), switched into every user's store.", _cmd_consolidate, "the result")
     sp.add_argument("--dry-run", action="store_true", help="print the measured cost estimate; change nothing")
     sp.add_argument("--revert", action="store_true", help="go back to the base encoder (re-embeds every memory)")
     sp.add_argument("--if-new", type=int, default=None, metavar="N", help="consolidate only when N feedback rows arrived since the last time")
     sp.add_argument("--epochs", type=int, help="passes over the triples (default: the store's CONSOLIDATION_EPOCHS, 2, chosen on dev)")
+    sp.add_argument("--all-users", action="store_true", help="pooled: one model fine-tuned on the feedback logs of every user of --store, "
+                    "switched into every user's store (a store of several users: see `earmem memory users`)")
+    sp.add_argument("--exclude", action="append", metavar="USER", help="with --all-users: leave USER's feedback out of the training "
+                    "(repeatable); USER's store still gets the pooled model, trained without their rows")
+    sp.set_defaults(namespace=None)   # --user names one store; with --all-users it is refused, so none given must be told apart
 
 # %% ../../nbs/cli/32_memory.ipynb #95a0dffc
 def add_memory_parser(subparsers) -> argparse.ArgumentParser:

@@ -20,8 +20,8 @@ from .opening import ENCODERS_DIR, STORE_PREFIX, encoder_at
 from ..backends.boundary import ENCODER_FIELDS
 
 # %% auto #0
-__all__ = ['CONSOLIDATION_EPOCHS', 'THREADS_ENV', 'feedback_triples', 'length_batches', 'train_steps', 'train_encoder',
-           'consolidation_threads', 'torch_threads', 'consolidate_shared']
+__all__ = ['CONSOLIDATION_EPOCHS', 'THREADS_ENV', 'SHARED_BASE_FILE', 'feedback_triples', 'length_batches', 'train_steps',
+           'train_encoder', 'consolidation_threads', 'torch_threads', 'consolidate_shared']
 
 # %% ../../../nbs/memory/store/23d_consolidate.ipynb #10ef1247
 def feedback_triples(rows: Sequence, text_of: dict, negatives: int = 1) -> tuple:
@@ -230,11 +230,19 @@ def _compact_after_switch(self: MemoryStore) -> dict:
         return {"compacted": False}
     return {"compacted": out["compacted"], **({"bytes_freed": out["bytes_freed"]} if out["compacted"] else {})}
 
+# %% ../../../nbs/memory/store/23d_consolidate.ipynb #7baf6d60
+SHARED_BASE_FILE = "earmem-base.json"   # in a shared model's folder (consolidate_shared, below): the base encoder it was fine-tuned from
+
+def _folder_base(encoder_id: str) -> str | None:
+    "The base encoder a shared model folder (named by its absolute path) was fine-tuned from; None for any other encoder id."
+    p = Path(encoder_id) / SHARED_BASE_FILE
+    return json.loads(p.read_text())["base"] if Path(encoder_id).is_absolute() and p.is_file() else None
+
 # %% ../../../nbs/memory/store/23d_consolidate.ipynb #c2a11789
 @patch
 def _base_id(self: MemoryStore) -> str:
-    "The encoder id the store was created with (its lineage's base once consolidated)."
-    return (self.lineage or {}).get("base", self.manifest["encoder"])
+    "The encoder id the store was created with (its lineage's base once consolidated; a store made on a shared model: that model's base)."
+    return (self.lineage or {}).get("base") or _folder_base(self.manifest["encoder"]) or self.manifest["encoder"]
 
 @patch
 def _plan(self: MemoryStore, epochs: int, batch_size: int, max_seq_length: int, negatives: int = 1) -> dict:
@@ -329,7 +337,7 @@ def _prune_encoders(self: MemoryStore) -> int:
 def revert_encoder(self: MemoryStore, progress: bool = True) -> dict:
     "Go back to the base encoder: re-embed every memory with it and switch in one commit (the fine-tuned model is removed)."
     self._check_open(); self._refuse_url("revert_encoder")
-    if self.lineage is None: raise ValueError(f"store: {self.path} already uses its base encoder {self.manifest['encoder']!r}; nothing to revert")
+    if self._base_id() == self.manifest["encoder"]: raise ValueError(f"store: {self.path} already uses its base encoder {self.manifest['encoder']!r}; nothing to revert")
     base = self._base_id()
     with torch_threads(consolidation_threads()): out = self.switch_encoder(encoder_from_id(base), base, None, progress)
     self._prune_encoders()
@@ -343,17 +351,26 @@ def maybe_consolidate(self: MemoryStore, min_new_rows: int = 200, **kwargs) -> d
 
 # %% ../../../nbs/memory/store/23d_consolidate.ipynb #2cafed93
 def consolidate_shared(stores: Sequence[MemoryStore], folder: str | Path, targets: Sequence[MemoryStore] | None = None,
-                       epochs: int = CONSOLIDATION_EPOCHS, batch_size: int = 32, max_seq_length: int = 128, negatives: int = 1, progress: bool = True) -> dict:
-    "Fine-tune one model on the feedback logs of `stores`, save it in `folder`, switch `targets` (default: `stores`) to it."
-    plans = [s._plan(epochs, batch_size, max_seq_length, negatives) for s in stores]
-    bases = {s._base_id() for s in stores} | {s._base_id() for s in targets or ()}
+                       epochs: int = CONSOLIDATION_EPOCHS, batch_size: int = 32, max_seq_length: int = 128, negatives: int = 1, progress: bool = True,
+                       reuse: bool = False, note: dict | None = None) -> dict:
+    "Fine-tune one model on the feedback logs of `stores`, save it in `folder`, switch `targets` (default: `stores`) to it; `reuse`: a model already in `folder` is not trained again; `note`: counts added to the lineage."
+    plans, targets = [s._plan(epochs, batch_size, max_seq_length, negatives) for s in stores], list(stores if targets is None else targets)
+    bases = {s._base_id() for s in stores} | {s._base_id() for s in targets}
     if len(bases) != 1: raise ValueError(f"stores: they were made with different base encoders {sorted(bases)}; one model cannot serve them")
     triples = [t for p in plans for t in p["triples"]]
-    t0, base = time.perf_counter(), bases.pop()
+    t0, base, folder = time.perf_counter(), bases.pop(), Path(folder)
+    enc_id, reused = str(folder.resolve()), reuse and folder.is_dir()      # train_encoder writes the folder whole (os.replace) or not at all
+    lineage = {"base": base, "key": folder.name, "shared": True, "at": iso(time.time()), "feedback_rows": sum(len(p["rows"]) for p in plans),
+               "rows_used": sum(p["used"] for p in plans), "triples": len(triples), "users": len(stores),
+               "users_with_feedback": sum(bool(p["rows"]) for p in plans), **(note or {})}   # counts only: never a user's name or text
+    todo = [s for s in targets if s.manifest["encoder"] != enc_id]        # a re-run after a crash: stores switched already are whole
+    own = {id(s): {"own_feedback": True, "last_feedback": p["last_feedback"]} for s, p in zip(stores, plans)}   # maybe_consolidate counts from it
     with torch_threads(consolidation_threads()):
-        trained = train_encoder(_base_folder(base), triples, folder, epochs, batch_size, 1e-4, max_seq_length, progress=progress)
-        enc_id, lineage = str(Path(folder).resolve()), {"base": base, "key": Path(folder).name, "shared": True, "at": iso(time.time()),
-                                                        "feedback_rows": sum(len(p["rows"]) for p in plans), "triples": len(triples)}
+        trained = {"seconds": 0.0} if reused else train_encoder(_base_folder(base), triples, folder, epochs, batch_size, 1e-4, max_seq_length, progress=progress)
+        if not (folder / SHARED_BASE_FILE).is_file(): atomic_write_json(folder / SHARED_BASE_FILE, {"base": base})   # before any switch
         enc = Encoder(enc_id, cache=False, progress=False)
-        for s in targets if targets is not None else stores: s.switch_encoder(enc, enc_id, lineage, progress)
-    return {"triples": len(triples), "train_seconds": trained["seconds"], "minutes": round((time.perf_counter() - t0) / 60, 2)}
+        from tqdm.auto import tqdm
+        for s in tqdm(todo, desc="consolidating: switching stores", unit="store", disable=not progress or len(todo) < 2):
+            s.switch_encoder(enc, enc_id, {**lineage, **own.get(id(s), {"own_feedback": False})}, progress)
+    return {"triples": len(triples), "train_seconds": trained["seconds"], "reused": reused, "switched": len(todo), "encoder": enc_id,
+            "lineage": lineage, "minutes": round((time.perf_counter() - t0) / 60, 2)}

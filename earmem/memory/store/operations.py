@@ -317,6 +317,8 @@ def _relink_replaced(self: MemoryStore, id: str, rev: int) -> list:
         self._backend.update_many(("metadata",), [(turn.id, (_without_meta(turn.metadata, "corrected_by"),))], rev)
     return [(self.clock(), old.id, "reinstate", {"replacement_deleted": id})]
 
+
+# %% ../../../nbs/memory/store/23_operations.ipynb #f5f6296e
 @patch
 def _after_erase(self: MemoryStore, seen: int | None) -> dict:
     "After a commit that erased memories: rebuild the learner when feedback went (`seen` from `_forget_feedback`, chapter 22), then scrub the backend's files (even if the rebuild failed)."

@@ -116,3 +116,35 @@ def test_servers_are_ready_when_they_say_so(tmp_path, server):
     assert said.index("loading the encoder") < said.index("encoder loaded in") < said.index("listening on http://127.0.0.1:"), said
     assert "about" in said.split("loading the encoder", 1)[1].splitlines()[0], said      # with an estimate
     assert answer["hits"] == [] and waited < 2.0, (answer, waited)
+
+
+def test_mcp_over_stdio_says_when_it_is_ready(tmp_path):
+    """`earmem serve mcp` (stdio) on a MiniLM store: loads the model, then says 'ready' on stderr (stdout is the protocol's);
+    an initialize and a first search sent after that line are answered within 2 s."""
+    import os, time
+    from earmem.memory.store import MemoryStore
+    MemoryStore(tmp_path / "m").close()
+    env = {k: v for k, v in os.environ.items() if k not in ("EARMEM_API_KEY", "EARMEM_API_KEYS_FILE")}
+    p = subprocess.Popen([sys.executable, "-m", "earmem.cli", "serve", "mcp", "--store", str(tmp_path / "m")], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        lines = []
+        while not any("ready" in line for line in lines):
+            line = p.stderr.readline()
+            assert line, f"the server stopped: {lines}"
+            lines.append(line)
+        ready = time.perf_counter()
+        send = lambda msg: (p.stdin.write(json.dumps(msg) + "\n"), p.stdin.flush())
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                                             "clientInfo": {"name": "test", "version": "0"}}})
+        init = json.loads(p.stdout.readline())
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "when is the standup?"}}})
+        found = json.loads(p.stdout.readline())
+        waited = time.perf_counter() - ready
+    finally:
+        p.kill(); p.wait(30)
+    said = "".join(lines)
+    assert said.index("encoder loaded in") < said.index("ready: MCP over stdio for every user of"), said
+    assert init["result"]["serverInfo"]["name"] and json.loads(found["result"]["content"][0]["text"])["hits"] == [], found
+    assert waited < 2.0, waited

@@ -169,7 +169,9 @@ def serve_mcp(store_path: str | Path, transport: str = "stdio", host: str = "127
     try:
         load_encoder(pool)                             # before the server answers: its first call does not wait for the model
         server = build_mcp_server(pool)
-        if transport == "stdio": require("anyio", "mcp").run(_serve_stdio, server)
+        if transport == "stdio":
+            _say(f"ready: MCP over stdio for {'user ' + repr(namespace) if namespace else 'every user'} of {store_path} (requests on stdin, answers on stdout)")
+            require("anyio", "mcp").run(_serve_stdio, server)
         else: require("uvicorn", "server").run(protect(server.streamable_http_app(host=host), pool, host=host, keys=keys),
                                                host=host, port=port, log_level="warning")
     finally: pool.close()

@@ -115,7 +115,8 @@ from ..rules.hygiene import is_chatter
 from ..rules.updates import slots
 
 _CORRECTION = re.compile(r"\b(?:actually|correction|i meant|scratch that|to correct|sorry,?\s(?:it's|it is))\b|\bnot\s[^,.;]+,?\s(?:but|it's)\b|"
-                         r"[\w:.$€£]+,?\snot\s[\w:.$€£]+", re.I)
+                         r"(?<![\w'])(?!(?:am|is|are|was|were|be|been|do|does|did|have|has|had|will|would|can|could|should|must|may|might|"
+                         r"shall|need|i'm|it's|that's|he's|she's|we're|they're|you're)\b)[\w:.$€£]+,?\snot\s[\w:.$€£]+", re.I)   # '3pm, not 4pm'; not 'I am not sure'
 _DECISION = re.compile(r"\b(?:we|i)\s(?:have\s|'ve\s)?(?:decided|chose|picked|went with|agreed|settled on)\b|\blet's\b|"
                        r"\b(?:we|i)(?:'ll|\swill)\s(?:go with|use|take)\b", re.I)
 _PREFERENCE = re.compile(r"\b(?:i|we)\s(?:really\s|also\s)?(?:like|love|prefer|enjoy|hate|dislike|can't stand|don't like|adore)\b|"

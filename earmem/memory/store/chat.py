@@ -18,7 +18,8 @@ from ..rules.updates import _fresh, _slots, slots
 from ..rules.claims import judge_claims
 from ..rules.hygiene import normalise_item
 from .agent_view import AddResult
-from .operations import MemoryStore, _add_result, _with_meta, infer_kind
+from ..rules.claims import infer_kind
+from .operations import MemoryStore, _add_result, _with_meta
 
 # %% auto #0
 __all__ = ['EXTRACT_SYSTEM', 'EXTRACT_KINDS', 'EXTRACT_SCHEMA', 'check_messages', 'resolve_dates', 'resolve_speaker', 'Extractor',

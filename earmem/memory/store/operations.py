@@ -14,6 +14,7 @@ import earmem.memory.store.agent_view as agent
 from ...core import Candidates, Memory, Query, atomic_write, check_matrix, check_number, check_positive_int, unit_rows
 from ..rules.hygiene import DAY, KINDS, KIND_NAMES, STORES, compared_kinds, iso, normalise_item, recency_decay, token_counter
 from ..rules.updates import plan_dedupe
+from ..rules.claims import default_kind, infer_kind   # what kind a sentence states (chapter 18a)
 from ..index.mirror import SearchFilter, item_row, one_blas_thread
 from ..index.graph import round_f16
 from .learner import Learning
@@ -24,9 +25,8 @@ _all_ = ["MemoryStore", "PROBE_TEXT", "probe_fingerprint", "fingerprint_problem"
          "file_above", "folder_gone"]  # `from earmem.memory.store.operations import *` gives them, as before the split
 
 # %% auto #0
-__all__ = ['SESSION_BETA', 'infer_kind', 'default_kind', 'session_lift', 'MemoryStore', 'PROBE_TEXT', 'probe_fingerprint',
-           'fingerprint_problem', 'folder_writable', 'check_item_text', 'check_nonzero_rows', 'file_above',
-           'folder_gone']
+__all__ = ['SESSION_BETA', 'session_lift', 'MemoryStore', 'PROBE_TEXT', 'probe_fingerprint', 'fingerprint_problem',
+           'folder_writable', 'check_item_text', 'check_nonzero_rows', 'file_above', 'folder_gone']
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #1adffbfb
 @patch
@@ -43,6 +43,20 @@ def _plan_batch(self: MemoryStore, items: list, V: np.ndarray, exclude: tuple) -
                 old[i] += [(s, b.dedupe_fields(r)) for s, r in o[p]]  # read now: a PostgreSQL window lasts one lookup
                 if j == 0: new[i] = [(s, idx[q]) for s, q in nw[p]]  # the batch's own items, compared as one group
     return plan_dedupe(items, V, old, new, lambda fields: fields, b.has, self.judge, c.dedupe_threshold, c.conflict_kinds)
+
+# %% ../../../nbs/memory/store/23_operations.ipynb #24e9722e
+@patch
+def _earlier_turns(self: MemoryStore, meta: dict, limit: int = 20) -> list:
+    "The raw turns (`from_turn`) of the claims a memory with metadata `meta` replaced, and of those they replaced, … (at most `limit`)."
+    out, seen, nxt = [], set(), meta.get("supersedes")
+    while nxt and nxt not in seen and len(seen) < limit:
+        seen.add(nxt)
+        r = self._backend.row(nxt)
+        if r is None: break
+        m = json.loads(r.metadata)
+        if m.get("from_turn"): out.append(m["from_turn"])
+        nxt = m.get("supersedes")
+    return out
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #965c11db
 def _with_meta(meta_json: str, **extra) -> str:
@@ -62,7 +76,8 @@ def _link_updates(self: MemoryStore, fresh: list, rev: int, now: float) -> list:
         f["metadata"] = _with_meta(f["metadata"], supersedes=f["supersedes"])
         if old is not None: old["metadata"] = _with_meta(old["metadata"], superseded_by=f["id"], valid_to=iso(f["created"]))
         else: stored.append((f["supersedes"], ("superseded", _with_meta(self._backend.row(f["supersedes"])[12], superseded_by=f["id"], valid_to=iso(f["created"])))))
-        turns.append((json.loads(old["metadata"] if old is not None else stored[-1][1][1]).get("from_turn"), f["id"]))
+        meta = json.loads(old["metadata"] if old is not None else stored[-1][1][1])
+        turns += [(t, f["id"]) for t in [meta.get("from_turn"), *self._earlier_turns(meta)]]   # Paris → Berlin → Rome: the Paris turn too
         audit.append((now, f["supersedes"], "supersede", {"by": f["id"], "text": f["text"], "reason": f["reason"]}))
     self._backend.update_many(("status", "metadata"), stored, rev)
     self._mark_stale_turns([t for t in turns if t[0]], {f["id"]: f for f in fresh}, rev)
@@ -108,40 +123,6 @@ def _insert_batch(self: MemoryStore, items: list, V: np.ndarray, rev: int, now: 
     fresh, merges, plan, batch_ids = self._plan_batch(items, V, exclude)
     self._write_batch(fresh, merges, batch_ids, rev, now)
     return [_add_result(*p, fresh, merges) for p in plan]
-
-# %% ../../../nbs/memory/store/23_operations.ipynb #7d5023bf
-import re
-from ..rules.hygiene import is_chatter
-from ..rules.updates import slots
-
-_CORRECTION = re.compile(r"\b(?:actually|correction|i meant|scratch that|to correct|sorry,?\s(?:it's|it is))\b|\bnot\s[^,.;]+,?\s(?:but|it's)\b|"
-                         r"(?<![\w'])(?!(?:am|is|are|was|were|be|been|do|does|did|have|has|had|will|would|can|could|should|must|may|might|"
-                         r"shall|need|i'm|it's|that's|he's|she's|we're|they're|you're)\b)[\w:.$€£]+,?\snot\s[\w:.$€£]+", re.I)   # '3pm, not 4pm'; not 'I am not sure'
-_DECISION = re.compile(r"\b(?:we|i)\s(?:have\s|'ve\s)?(?:decided|chose|picked|went with|agreed|settled on)\b|\blet's\b|"
-                       r"\b(?:we|i)(?:'ll|\swill)\s(?:go with|use|take)\b", re.I)
-_PREFERENCE = re.compile(r"\b(?:i|we)\s(?:really\s|also\s)?(?:like|love|prefer|enjoy|hate|dislike|can't stand|don't like|adore)\b|"
-                         r"\bfavou?rite\b|\bprefers?\b|\ballergic\b", re.I)
-_STATEMENT = re.compile(r"\b(?:my\s\w+(?:\s\w+)?\s(?:is|are|was)|i\s(?:am|'m|live|work|have|own|study|moved)|"
-                        r"(?:is|are)\s(?:at|on|in|due|scheduled|booked)|moved\sto|starts?\sat)\b", re.I)
-_DOES = re.compile(r"\b(?:i|we)\s(?:(?:just|now|also|still|recently|finally|already|no longer|never|usually|always|don't|do not|didn't)\s)*"
-                   r"(?:live|work|drink|eat|own|have|study|moved|started|joined|quit|left|switched|got|take|use|drive|run|play|teach|speak|"
-                   r"sold|bought|adopted|gave|stopped|changed|transferred|relocated|report|lead|manage|rent|smoke|cancell?ed)\b|"
-                   r"\bi(?:'m|\sam)\s(?:a|an|now|no longer|not|currently|based|married|single|vegetarian|vegan|retired|unemployed)\b", re.I)
-_SOMEONE_DOES = re.compile(r"\b[A-Z][a-z]+\s(?:(?:just|now|also|still|recently|finally|no longer)\s)?(?:lives|works|moved|drinks|eats|owns|has|"
-                           r"studies|started|joined|quit|left|switched|teaches|speaks|drives|leads|manages|reports|rents)\b")  # "Ana lives in Paris"
-
-def infer_kind(text: str) -> str | None:
-    "'correction', 'decision', 'preference' or 'fact' for a claim; None for a question, chatter or a sentence stating nothing specific."
-    t = text.strip()
-    if not t or t.endswith("?") or is_chatter(t): return None
-    for kind, rx in (("correction", _CORRECTION), ("decision", _DECISION), ("preference", _PREFERENCE)):
-        if rx.search(t): return kind
-    specific = set(slots(t)) - {"negation", "name"}
-    return "fact" if specific or _STATEMENT.search(t) or _DOES.search(t) or _SOMEONE_DOES.search(t) else None
-
-def default_kind(text: str) -> str:
-    "The kind `add` gives a memory stored without one: `infer_kind`'s answer, else 'observation'."
-    return infer_kind(text) or "observation"
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #14376487
 _BATCH_DEFAULTS = {"kind", "entities", "importance", "timestamp", "source", "confidence", "store", "metadata"}
@@ -313,9 +294,12 @@ def _relink_replaced(self: MemoryStore, id: str, rev: int) -> list:
         self._backend.update_many(("metadata",), [(old.id, (_with_meta(old.metadata, superseded_by=nxt),)), (nxt, (_with_meta(self._backend.row(nxt).metadata, supersedes=old.id),))], rev)
         return [(self.clock(), old.id, "relink", {"superseded_by": nxt, "replacement_deleted": id})]
     self._backend.update_many(("status", "metadata"), [(old.id, ("active", _without_meta(old.metadata, "superseded_by", "valid_to")))], rev)
-    turn = self._backend.row(json.loads(old.metadata).get("from_turn") or "")
-    if turn is not None and json.loads(turn.metadata).get("corrected_by") == id:
-        self._backend.update_many(("metadata",), [(turn.id, (_without_meta(turn.metadata, "corrected_by"),))], rev)
+    om = json.loads(old.metadata)
+    for tid in [om.get("from_turn"), *self._earlier_turns(om)]:   # its own turn is current again; earlier ones point at it
+        turn = self._backend.row(tid or "")
+        if turn is not None and json.loads(turn.metadata).get("corrected_by") == id:
+            meta = _without_meta(turn.metadata, "corrected_by") if tid == om.get("from_turn") else _with_meta(turn.metadata, corrected_by=old.id)
+            self._backend.update_many(("metadata",), [(turn.id, (meta,))], rev)
     return [(self.clock(), old.id, "reinstate", {"replacement_deleted": id})]
 
 

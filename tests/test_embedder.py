@@ -254,3 +254,14 @@ def test_http_door(tmp_path, srv):
     assert r.status_code == 503 and "malformed" in r.json()["error"] and "Traceback" not in r.text, r.text
     assert len(s) == n
     s.close()
+
+
+def test_migrate_keeps_the_record(tmp_path, srv):
+    "A migrated store (another folder) rebuilds the same remote encoder from its own manifest."
+    from earmem.memory.service.migrate import migrate_store
+    with new_store(tmp_path / "a", embedder(srv)): pass
+    out = migrate_store(tmp_path / "a", tmp_path / "b")
+    assert out["memories"] == 3 and out["check"]
+    m = json.loads((tmp_path / "b" / MANIFEST_NAME).read_text())
+    assert m["encoder_record"]["base_url"] == srv.url
+    with MemoryStore(tmp_path / "b") as s: assert s.search("Caroline studies", k=1)[0].text == TEXTS[1]

@@ -265,3 +265,12 @@ def test_migrate_keeps_the_record(tmp_path, srv):
     m = json.loads((tmp_path / "b" / MANIFEST_NAME).read_text())
     assert m["encoder_record"]["base_url"] == srv.url
     with MemoryStore(tmp_path / "b") as s: assert s.search("Caroline studies", k=1)[0].text == TEXTS[1]
+
+
+def test_inject_counts_tokens_without_the_server(tmp_path, srv):
+    "Budgets need a token count: a remote encoder's is words and punctuation marks (no tokenizer download, no request)."
+    with new_store(tmp_path / "s", embedder(srv)) as s:
+        n = len(srv.requests)
+        assert s.count_tokens("Dana chose Postgres, for orders.") == 7 and len(srv.requests) == n   # 5 words, 2 marks
+        block = s.inject(s.search("which database did Dana choose?", k=3), budget_tokens=60)
+        assert "Postgres" in str(block) and s.count_tokens(block.text if hasattr(block, "text") else str(block)) <= 60

@@ -274,3 +274,15 @@ def test_inject_counts_tokens_without_the_server(tmp_path, srv):
         assert s.count_tokens("Dana chose Postgres, for orders.") == 7 and len(srv.requests) == n   # 5 words, 2 marks
         block = s.inject(s.search("which database did Dana choose?", k=3), budget_tokens=60)
         assert "Postgres" in str(block) and s.count_tokens(block.text if hasattr(block, "text") else str(block)) <= 60
+
+
+def test_move_to_another_model_by_export_and_import(tmp_path, srv, monkeypatch):
+    "The documented way to another server or model: export, then import into a store made with the new encoder (re-embedded)."
+    from earmem.cli import main
+    with new_store(tmp_path / "a", embedder(srv)) as a: a.export(tmp_path / "m.jsonl")
+    monkeypatch.setenv(EMBEDDINGS_URL_ENV, srv.url)
+    assert main(["memory", "import", "--store", str(tmp_path / "b"), "--encoder", "openai:stub-b", str(tmp_path / "m.jsonl")]) in (0, None)
+    monkeypatch.delenv(EMBEDDINGS_URL_ENV)
+    with MemoryStore(tmp_path / "b") as b:
+        assert b.manifest["encoder"].endswith("/stub-b") and len(b) == 3
+        assert b.search("deploy window Friday", k=1)[0].text == TEXTS[2]

@@ -38,7 +38,10 @@ def _store_from_args(a, readonly: bool = False, create: bool = False) -> MemoryS
     enc = None
     if getattr(a, "encoder", None):
         m = re.fullmatch(r"hashing(?:-(\d+))?", a.encoder)
-        enc = HashingEncoder(int(m.group(1) or 64)) if m else Encoder(a.encoder, progress=False)
+        if a.encoder.startswith("openai:"):   # served over HTTP (chapter 06a): URL and key from $EARMEM_EMBEDDINGS_URL / _KEY
+            from earmem.ear.embeddings import OpenAIEmbedder
+            enc = OpenAIEmbedder(model=a.encoder[len("openai:"):])
+        else: enc = HashingEncoder(int(m.group(1) or 64)) if m else Encoder(a.encoder, progress=False)
     return _store_class()(a.store, encoder=enc, readonly=readonly, create=create, namespace=a.namespace)
 
 # %% ../../nbs/cli/32_memory.ipynb #d5e7d1c0
@@ -58,7 +61,8 @@ def _store_options(sp, encoder: bool = True):
     sp.add_argument("--user", "--namespace", dest="namespace", default=os.environ.get("EARMEM_NAMESPACE", "default"),
                     help="the user (namespace) inside the store folder or URL (default: $EARMEM_NAMESPACE or 'default')")
     if encoder: sp.add_argument("--encoder", default=None,
-                    help="encoder for a NEW store: a sentence-transformers name/path, or 'hashing[-DIM]' "
+                    help="encoder for a NEW store: a sentence-transformers name/path, 'hashing[-DIM]', or 'openai:MODEL' "
+                         "(an OpenAI-compatible /embeddings server at $EARMEM_EMBEDDINGS_URL, key $EARMEM_EMBEDDINGS_KEY) "
                          "(default: bundled all-MiniLM-L6-v2)")
 
 def _json_flag(sp, what: str = "the result"):

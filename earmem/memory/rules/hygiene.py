@@ -323,8 +323,11 @@ HashingEncoder.encode_queries = HashingEncoder.encode_documents
 # %% ../../../nbs/memory/rules/17_hygiene.ipynb #5a6cb7db
 _HASHING_ID = re.compile(r"^earmem/hashing-(\d+)-(\d+)$")
 
-def encoder_from_id(model_id: str):
-    "Rebuild the encoder a store was created with from its manifest id."
+def encoder_from_id(model_id: str, record: dict | None = None):
+    "Rebuild the encoder a store was created with from its manifest id (and, for one served over HTTP, the manifest's `encoder_record`, chapter 06a)."
+    if model_id.startswith("openai-compatible:"):
+        from earmem.ear.embeddings import remote_encoder
+        return remote_encoder(model_id, record)
     m = _HASHING_ID.match(model_id)
     if m: return HashingEncoder(int(m.group(1)), int(m.group(2)))
     return Encoder(None if model_id == DEFAULT_MODEL else model_id)

@@ -15,8 +15,10 @@ __all__ = ['migrate_store']
 
 # %% ../../../nbs/memory/service/24a_migrate.ipynb #d578681c
 class _ShapeOnly:
-    "Stands in for a store's encoder while a migration creates the destination: its id, dimension and probe fingerprint; never encodes other text."
-    def __init__(self, model_id: str, dim: int, probe: list | None = None): self.model_id, self.dim, self.probe = model_id, dim, probe
+    "Stands in for a store's encoder while a migration creates the destination: its id, dimension, probe fingerprint and (a remote encoder's, chapter 06a) record; never encodes other text."
+    def __init__(self, model_id: str, dim: int, probe: list | None = None, record: dict | None = None):
+        self.model_id, self.dim, self.probe = model_id, dim, probe
+        if isinstance(record, dict): self.record = record   # the destination's manifest keeps how to rebuild the encoder
     def encode_documents(self, texts):
         V = np.zeros((len(texts), self.dim), np.float32)
         for i, t in enumerate(texts):  # the probe text as a unit vector with the source's fingerprint (so the encoder check passes)
@@ -44,7 +46,7 @@ def _copy_learner(a, b, seqs: dict) -> str | None:
 def migrate_store(src: str | Path, dst: str | Path, src_namespace: str = "default", dst_namespace: str = "default") -> dict:
     "Copy the store at `src` into a new store at `dst` (folders or URLs): memories, audit, feedback log, learner."
     with MemoryStore(src, namespace=src_namespace, readonly=True) as a:
-        shape = _ShapeOnly(a.manifest["encoder"], a.dim, a.manifest.get("probe"))
+        shape = _ShapeOnly(a.manifest["encoder"], a.dim, a.manifest.get("probe"), a.manifest.get("encoder_record"))
         with MemoryStore(dst, encoder=shape, config=a.config, namespace=dst_namespace) as b:  # (a filled dst refuses the stand-in)
             if b._backend.dump_rows() or b._backend.last_feedback():
                 raise ValueError(f"dst: the store at {b.path} is not empty; migrate into a new folder or namespace")

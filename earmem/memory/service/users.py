@@ -71,8 +71,8 @@ def _shared_encoder(self: StorePool):
         from earmem.memory.backends.boundary import read_manifest
         root = Path(self.path) / MANIFEST_NAME if url_scheme(self.path) is None else None
         if root is not None and root.is_file():
-            rid = read_manifest(root)["encoder"]
-            if self.encoder is None or self.encoder.model_id != rid: self.encoder = encoder_at(Path(self.path), rid)
+            man = read_manifest(root); rid = man["encoder"]
+            if self.encoder is None or self.encoder.model_id != rid: self.encoder = encoder_at(Path(self.path), rid, man.get("encoder_record"))
         elif root is not None and self.encoder is None:
             from earmem.core import Encoder
             self.encoder = Encoder()

@@ -259,6 +259,10 @@ def _plan(self: MemoryStore, epochs: int, batch_size: int, max_seq_length: int, 
 # %% ../../../nbs/memory/store/23d_consolidate.ipynb #adce5cf4
 def _base_folder(encoder_id: str) -> str:
     "The model folder of a sentence-transformers base encoder id (TypeError for an encoder without weights to fine-tune)."
+    if encoder_id.startswith("openai-compatible:"):
+        raise TypeError(f"encoder: {encoder_id!r} is served over HTTP (chapter 06a), so its weights cannot be fine-tuned here: "
+                        "consolidation has nothing to train. The adapter still learns from every feedback call; to fine-tune, "
+                        "migrate the store to a local sentence-transformers encoder")
     enc = encoder_from_id(encoder_id)
     if not isinstance(enc, Encoder):
         raise TypeError(f"encoder: {encoder_id!r} is not a sentence-transformers model, so there are no weights to fine-tune; "

@@ -145,9 +145,9 @@ def folder_gone(p: Path) -> bool:
 ENCODERS_DIR = "encoders"   # a store's own fine-tuned models: <store>/encoders/<key>/ (chapter 23d makes them)
 STORE_PREFIX = "store:"      # manifest encoder ids of those models: store:encoders/<key>
 
-def encoder_at(folder: Path, encoder_id: str):
-    "The encoder of manifest id `encoder_id` for the store at `folder` (its own fine-tuned model, a model folder, or a base id)."
-    if not encoder_id.startswith(STORE_PREFIX): return encoder_from_id(encoder_id)
+def encoder_at(folder: Path, encoder_id: str, record: dict | None = None):
+    "The encoder of manifest id `encoder_id` for the store at `folder` (its own fine-tuned model, a model folder, a base id, or one served over HTTP rebuilt from `record`)."
+    if not encoder_id.startswith(STORE_PREFIX): return encoder_from_id(encoder_id, record)
     enc = Encoder(str(Path(folder) / encoder_id[len(STORE_PREFIX):]), cache=False, progress=False)
     enc.model_id = encoder_id  # what the manifest names it: the store's checks compare ids
     return enc
@@ -157,7 +157,8 @@ def encoder_at(folder: Path, encoder_id: str):
 def encoder(self: MemoryStore):
     "The store's encoder (built from the manifest on first use when none was given; a consolidated store's own model from its folder, chapter 23d)."
     if self._encoder is None:
-        enc = encoder_at(self.path, self.manifest["encoder"]) if self.url is None else encoder_from_id(self.manifest["encoder"])
+        rec = self.manifest.get("encoder_record")
+        enc = encoder_at(self.path, self.manifest["encoder"], rec) if self.url is None else encoder_from_id(self.manifest["encoder"], rec)
         if (why := fingerprint_problem(self.manifest, enc)): raise ValueError(why)
         self._encoder = enc
     return self._encoder
@@ -173,7 +174,8 @@ def _new_manifest(self: MemoryStore, encoder, config) -> dict:
     probe = np.asarray(enc.encode_documents(["dimension probe"]))
     if probe.ndim != 2 or probe.shape[0] != 1: raise ValueError(f"encoder: encode_documents returned shape {probe.shape}; expected (1, d)")
     return {"format": STORE_FORMAT, "version": STORE_VERSION, "encoder": enc.model_id, "dim": int(probe.shape[1]), "probe": probe_fingerprint(probe[0]) if np.any(probe) else None,
-            "created": iso(time.time()), "config": (config or StoreConfig()).to_json()}
+            "created": iso(time.time()), "config": (config or StoreConfig()).to_json(),
+            **({"encoder_record": dict(enc.record)} if isinstance(getattr(enc, "record", None), dict) else {})}  # how to rebuild a remote encoder (no key)
 
 # %% ../../../nbs/memory/store/22b_opening.ipynb #3b0e0005
 def _folder_manifest(p: Path, create: bool, new_manifest: Callable[[], dict]) -> dict:

@@ -6,7 +6,8 @@
 __all__ = ['SURFACE', 'MemoryStore', 'StoreConfig', 'HashingEncoder', 'KINDS', 'STORES', 'Hit', 'Hits', 'AddResult', 'Injection',
            'MemoryRecord', 'inject', 'tool_specs', 'handle_tool_call', 'MemoryTools', 'tools_for', 'SearchFilter',
            'StorageBackend', 'SQLiteBackend', 'redact_url', 'PostgresBackend', 'UserTools', 'StorePool',
-           'AsyncMemoryStore', 'list_namespaces', 'ChatResult', 'Extractor', 'RuleExtractor', 'LLMExtractor']
+           'AsyncMemoryStore', 'AsyncStorePool', 'list_namespaces', 'ChatResult', 'Extractor', 'RuleExtractor',
+           'LLMExtractor']
 
 # %% ../../nbs/memory/27_api.ipynb #dc1b8080
 import importlib
@@ -18,10 +19,10 @@ SURFACE = {   # public name -> the module of this wing that names it (a sub-wing
     "inject": "store", "tool_specs": "store", "handle_tool_call": "store",
     "MemoryTools": "store", "tools_for": "store", "SearchFilter": "index",
     "StorageBackend": "backends", "SQLiteBackend": "backends", "redact_url": "backends", "PostgresBackend": "backends",
-    "UserTools": "store", "StorePool": "service.users", "AsyncMemoryStore": "service.users", "list_namespaces": "service.users",
+    "UserTools": "store", "StorePool": "service.users", "AsyncMemoryStore": "service.users", "AsyncStorePool": "service.users", "list_namespaces": "service.users",
     "ChatResult": "store", "Extractor": "store", "RuleExtractor": "store", "LLMExtractor": "store",
 }
-_all_ = ["MemoryStore", "StoreConfig", "HashingEncoder", "KINDS", "STORES", "Hit", "Hits", "AddResult", "Injection", "MemoryRecord", "inject", "tool_specs", "handle_tool_call", "MemoryTools", "tools_for", "SearchFilter", "StorageBackend", "SQLiteBackend", "redact_url", "PostgresBackend", "UserTools", "StorePool", "AsyncMemoryStore", "list_namespaces", "ChatResult", "Extractor", "RuleExtractor", "LLMExtractor"]   # `from earmem.memory import *`: the table's names (nbdev wants a literal list)
+_all_ = ["MemoryStore", "StoreConfig", "HashingEncoder", "KINDS", "STORES", "Hit", "Hits", "AddResult", "Injection", "MemoryRecord", "inject", "tool_specs", "handle_tool_call", "MemoryTools", "tools_for", "SearchFilter", "StorageBackend", "SQLiteBackend", "redact_url", "PostgresBackend", "UserTools", "StorePool", "AsyncMemoryStore", "AsyncStorePool", "list_namespaces", "ChatResult", "Extractor", "RuleExtractor", "LLMExtractor"]   # `from earmem.memory import *`: the table's names (nbdev wants a literal list)
 
 # %% ../../nbs/memory/27_api.ipynb #bfc0f9db
 def __getattr__(name: str):

@@ -4,7 +4,7 @@
 
 # %% ../../../nbs/memory/service/24_users.ipynb #0eda3bef
 from __future__ import annotations
-import asyncio, collections, contextlib, functools, hashlib, json, os, shutil, threading, time
+import asyncio, collections, contextlib, functools, hashlib, inspect, json, os, shutil, threading, time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -17,8 +17,8 @@ from ..store.consolidate import CONSOLIDATION_EPOCHS, _alive, consolidate_shared
 from ...core import default_cache_dir
 
 # %% auto #0
-__all__ = ['MAX_OPEN_ENV', 'MAX_OPEN_DEFAULT', 'POOLED_DIR', 'ASYNC_METHODS', 'list_namespaces', 'StorePool', 'server_max_open',
-           'AsyncMemoryStore']
+__all__ = ['MAX_OPEN_ENV', 'MAX_OPEN_DEFAULT', 'POOLED_DIR', 'ASYNC_METHODS', 'ASYNC_POOL_METHODS', 'list_namespaces',
+           'StorePool', 'server_max_open', 'public_methods', 'AsyncMemoryStore', 'AsyncStorePool']
 
 # %% ../../../nbs/memory/service/24_users.ipynb #29d68860
 def _pg_namespaces(url: str, schema: str = "earmem") -> list:
@@ -257,13 +257,16 @@ def _prune_pooled(self: StorePool) -> int:
     return len(gone)
 
 # %% ../../../nbs/memory/service/24_users.ipynb #341bd212
-ASYNC_METHODS = ("add", "add_many", "search", "feedback", "get", "records", "update", "retract", "delete", "clear",
-                 "history", "inject", "stats", "export", "check", "flush", "close")
+def public_methods(cls) -> tuple:
+    "Names of `cls`'s public methods (plain functions: no properties, no dunders), in alphabetical order."
+    return tuple(n for n in sorted(dir(cls)) if not n.startswith("_") and inspect.isfunction(inspect.getattr_static(cls, n)))
 
-def _awaitable(name: str):
-    "The coroutine method that runs MemoryStore.`name` in a worker thread."
-    @functools.wraps(getattr(MemoryStore, name))
-    async def method(self, *args, **kwargs): return await asyncio.to_thread(getattr(self.store, name), *args, **kwargs)
+ASYNC_METHODS = public_methods(MemoryStore)   # every one: add_messages, consolidate, rollback, … as well as add and search
+
+def _awaitable(name: str, cls=MemoryStore, attr: str = "store"):
+    "The coroutine method that runs `cls`.`name` on the wrapped object (`self.<attr>`) in a worker thread."
+    @functools.wraps(getattr(cls, name))
+    async def method(self, *args, **kwargs): return await asyncio.to_thread(getattr(getattr(self, attr), name), *args, **kwargs)
     return method
 
 # %% ../../../nbs/memory/service/24_users.ipynb #667f4acb
@@ -280,3 +283,20 @@ class AsyncMemoryStore:
         return await asyncio.to_thread(tools_for(self.store).call, name, arguments)
 
 for _name in ASYNC_METHODS: setattr(AsyncMemoryStore, _name, _awaitable(_name))
+
+# %% ../../../nbs/memory/service/24_users.ipynb #1fefbe90
+ASYNC_POOL_METHODS = tuple(m for m in public_methods(StorePool) if m not in ("store", "using", "close"))
+
+class AsyncStorePool:
+    "A StorePool's operations as coroutines (worker threads); `store(user)` hands out an `AsyncMemoryStore`. `pool` is a StorePool or a path opened with `options`."
+    def __init__(self, pool, **options):
+        self.pool = pool if isinstance(pool, StorePool) else StorePool(pool, **options)
+    async def __aenter__(self): return self
+    async def __aexit__(self, *exc): await self.close()
+    def __repr__(self): return f"Async{self.pool!r}"
+    async def store(self, user_id: str | None = None, create: bool = True) -> AsyncMemoryStore:
+        "The user's store (as `StorePool.store`), awaitable; the pool closes it."
+        return AsyncMemoryStore(await asyncio.to_thread(self.pool.store, user_id, create=create))
+    async def close(self): await asyncio.to_thread(self.pool.close)
+
+for _name in ASYNC_POOL_METHODS: setattr(AsyncStorePool, _name, _awaitable(_name, StorePool, "pool"))

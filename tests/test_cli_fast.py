@@ -79,6 +79,16 @@ def test_refusing_a_bind_beyond_loopback_imports_nothing_heavy(tmp_path, server)
     assert heavy_after(code) == []
 
 
+def _stderr_until(p, word: str) -> list:
+    "The server's stderr lines up to the first holding `word` (failing if it stops first)."
+    lines = []
+    while not any(word in line for line in lines):
+        line = p.stderr.readline()
+        assert line, f"the server stopped: {lines}"
+        lines.append(line)
+    return lines
+
+
 @pytest.mark.parametrize("server", ["http", "mcp"])
 def test_servers_are_ready_when_they_say_so(tmp_path, server):
     """`earmem serve http` / `serve mcp --transport http` on a MiniLM store: says what it loads, loads it, then 'listening';
@@ -92,11 +102,7 @@ def test_servers_are_ready_when_they_say_so(tmp_path, server):
     env = {k: v for k, v in os.environ.items() if k not in ("EARMEM_API_KEY", "EARMEM_API_KEYS_FILE")}
     p = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        lines = []
-        while not any("listening" in line for line in lines):
-            line = p.stderr.readline()
-            assert line, f"the server stopped: {lines}"
-            lines.append(line)
+        lines = _stderr_until(p, "listening")
         ready = time.perf_counter()
         if server == "http":
             req = urllib.request.Request(f"http://127.0.0.1:{port}/search", data=b'{"query": "when is the standup?"}',
@@ -128,11 +134,7 @@ def test_mcp_over_stdio_says_when_it_is_ready(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "earmem.cli", "serve", "mcp", "--store", str(tmp_path / "m")], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        lines = []
-        while not any("ready" in line for line in lines):
-            line = p.stderr.readline()
-            assert line, f"the server stopped: {lines}"
-            lines.append(line)
+        lines = _stderr_until(p, "ready")
         ready = time.perf_counter()
         send = lambda msg: (p.stdin.write(json.dumps(msg) + "\n"), p.stdin.flush())
         send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},

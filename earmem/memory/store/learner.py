@@ -15,16 +15,25 @@ from ..backends.boundary import check_finite_learner, learner_seq
 from .agent_view import Hits
 
 # %% auto #0
-__all__ = ['GATE_WINDOW', 'GATE_MIN_PAIRS', 'Learning', 'pair_accuracy', 'skip_rolled_back']
+__all__ = ['NO_TORCH_LEARNER', 'GATE_WINDOW', 'GATE_MIN_PAIRS', 'Learning', 'pair_accuracy', 'skip_rolled_back']
 
 # %% ../../../nbs/memory/store/22_learner.ipynb #8000ecff
 class Learning:
     "Mixin: a store's EAR learner, its checkpoints and the feedback log (the host provides `_backend`, `_lock`, `config`, ...)."
     _learner, _learner_version, _learner_seq, learner_problem, _unsaved = None, "", 0, None, 0
 
+NO_TORCH_LEARNER = ("the learner needs torch, which the light install leaves out; feedback is logged and learned once it is there: "
+                    'pip install "earmem[research]"')
+
+def _learner_installed() -> bool:
+    "Whether the EAR learner can run here: torch is installed (the research extra)."
+    import importlib.util
+    return importlib.util.find_spec("torch") is not None
+
 @patch
 def _sync_learner(self: Learning):
-    "Bring the learner up to the feedback log: load a checkpoint at least as far along, then replay the rows after it."
+    "Bring the learner up to the feedback log: load a checkpoint at least as far along, then replay the rows after it (without torch: frozen, `NO_TORCH_LEARNER`)."
+    if not _learner_installed(): self.learner_problem = NO_TORCH_LEARNER; return   # the light install (issue 40): searches stay frozen
     ptr = self._backend.learner
     if ptr != self._learner_version and learner_seq(ptr) >= self._learner_seq: self._load_learner(ptr)
     if self.learner_problem is None and self._backend.last_feedback() > self._learner_seq:

@@ -62,6 +62,7 @@ class Hit(MemoryRecord):
     supersedes: tuple = ()  # ids of older conflicting hits this one replaces
     superseded_by: str | None = None
     weights: tuple = (1.0, 0.0, 0.0)  # (relevance, recency, importance) weights used
+    reranked: dict | None = None  # reranked searches (chapter 23dr): {'source': 'observed' | 'completed' | 'semantic', 'score': …}
 
     def explain(self) -> str:
         "One line: the blended score, its relevance and the lift that recency and importance gave it over what it restates."
@@ -71,6 +72,7 @@ class Hit(MemoryRecord):
              f"  (frozen cosine {self.frozen_relevance:.3f}; {self.kind}, {self.store}, {self.timestamp[:10]})")
         if self.supersedes: s += f"  supersedes {', '.join(self.supersedes)}"
         if self.superseded_by: s += f"  superseded by {self.superseded_by}"
+        if self.reranked: s += f"  [reranked: {self.reranked['source']} score {self.reranked['score']:.3f}]"
         return s
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #4d157607
@@ -82,6 +84,7 @@ class Hits(list):
         self.query, self.conflicts = query, list(conflicts)
         self.candidates, self.positions, self._store_token = candidates, positions, store_token
         self.search_id = None  # set by MemoryTools when it files the search (chapter 21's tool layer)
+        self.rerank = None  # a reranked search's report: scorer calls, tokens, milliseconds (chapter 23dr)
 
     @property
     def ids(self) -> list: return [h.id for h in self]
@@ -92,6 +95,7 @@ class Hits(list):
         lines = [h.explain() for h in self]
         lines += [f"conflict: {c['newer']} (newer) vs {c['older']} — cosine {c['similarity']:.2f}, same "
                   f"{c['kind']} about {', '.join(c['entities'])}" for c in self.conflicts]
+        if self.rerank: lines.append("reranked: " + ", ".join(f"{k} {v}" for k, v in self.rerank.items()))
         return "\n".join(lines)
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #5c1d2e03

@@ -197,7 +197,8 @@ _K = {"type": "integer", "minimum": 1, "maximum": 100, "default": 5, "descriptio
 TOOL_ARGUMENTS = {  # operation -> (JSON Schema properties of its arguments, the required ones)
     "search": ({"query": {"type": "string", "description": "What to look for, as a self-contained question or description."},
                 "k": _K, **SearchFilter.json_schema(),
-                "min_relevance": {"type": "number", "minimum": -1, "maximum": 1, "description": "Relevance floor; omitted = the store's."}},
+                "min_relevance": {"type": "number", "minimum": -1, "maximum": 1, "description": "Relevance floor; omitted = the store's."},
+                "rerank": {"type": "boolean", "default": False, "description": "Rerank with the store's configured relevance scorer (LLM or cross-encoder), reusing the scores it already paid for; refused when none is configured."}},
                ["query"]),
     "add": (MEMORY_FIELDS, ["text"]),  # kind omitted: inferred from the wording
     "feedback": ({"cited": {**_STRINGS, "default": [], "description": "Ids of the hits the answer used; the other hits count as unhelpful."},
@@ -349,14 +350,16 @@ def hits_of(self: MemoryTools, search_id: str | None = None) -> Hits:
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #6605efb1
 @patch
-def search(self: MemoryTools, query: str, k: int = 5, min_relevance: float | None = None, **filters) -> dict:
-    "Search memory, narrowed by `SearchFilter`'s fields and the relevance floor; returns {search_id, query, hits (with scores and ids), conflicts[, note]}."
+def search(self: MemoryTools, query: str, k: int = 5, min_relevance: float | None = None, rerank: bool = False, **filters) -> dict:
+    "Search memory, narrowed by `SearchFilter`'s fields and the relevance floor (`rerank`: by the store's reranker, chapter 23dr); returns {search_id, query, hits (with scores and ids), conflicts[, rerank][, note]}."
     if not isinstance(query, str): raise TypeError(f"query: expected a string, got {type(query).__name__}")
     flt, rest = SearchFilter.from_args(filters)
     if rest: raise unknown_argument(next(iter(rest)), TOOL_ARGUMENTS["search"][0], "search")
-    hits = self.store.search(query, k=k, filters=flt, min_relevance=min_relevance)
+    if not isinstance(rerank, bool): raise TypeError(f"rerank: expected true or false, got {type(rerank).__name__}")
+    hits = self.store.search(query, k=k, filters=flt, min_relevance=min_relevance, **({"rerank": True} if rerank else {}))
     dates = {h.id: h.timestamp[:10] for h in hits}
     out = {"search_id": self._remember(hits), "query": query, "hits": [hit_json(h, dates) for h in hits], "conflicts": hits.conflicts}
+    if hits.rerank: out["rerank"] = hits.rerank
     if not hits: out["note"] = "no stored memory cleared the relevance floor for this query"
     return out
 

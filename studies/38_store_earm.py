@@ -119,12 +119,12 @@ def harness(seeds, banks=None, max_queries=None, progress=False) -> dict:
 
 
 def latency(n_memories=10_000, n_queries=1_000, N=200, budget=35, timed=100, seed=0) -> dict:
-    "Milliseconds that completion + mixing add to one reranked search with `n_queries` past queries over `n_memories` memories."
+    "Milliseconds that reuse look-up + completion + mixing add to one reranked search with `n_queries` past queries over `n_memories` memories."
     from threadpoolctl import threadpool_limits
     from earmem.memory.store.rerank import _Experience, Rerank, SimulatedScorer
     rng, ms = np.random.default_rng(seed), []
     plan = Rerank(SimulatedScorer({}), n_candidates=N, rank=8)
-    ex = _Experience(plan, 8)
+    ex = _Experience(plan, 384)
     ids = [f"m{i}" for i in range(n_memories)]
     truth = rng.normal(size=(n_memories, 4)) @ rng.normal(size=(4, n_queries + timed))
     score = lambda rows, t: 1 / (1 + np.exp(-truth[rows, t]))
@@ -132,8 +132,11 @@ def latency(n_memories=10_000, n_queries=1_000, N=200, budget=35, timed=100, see
         for t in range(n_queries + timed):
             cand = rng.choice(n_memories, N, replace=False)
             got = {i: float(s) for i, s in zip(range(budget), score(cand[:budget], t))}
+            q = rng.normal(size=384).astype(np.float32); q /= np.linalg.norm(q)
             t0 = time.perf_counter()
-            _complete_and_mix(ex, [ids[c] for c in cand], got)
+            ex.reused(q, plan.reuse_similarity)                     # the reuse look-up over past query vectors
+            _complete_and_mix(ex, [ids[c] for c in cand], got)     # complete (§IV-D), mix (§IV-E), absorb
+            ex.vectors = np.vstack([ex.vectors, q[None]])
             if t >= n_queries: ms.append(1e3 * (time.perf_counter() - t0))
     return {"n_memories": n_memories, "past_queries": n_queries, "N": N, "budget": budget, "ms_median": float(np.median(ms)),
             "ms_p95": float(np.percentile(ms, 95)), "blas_threads": 1}

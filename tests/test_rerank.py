@@ -137,3 +137,31 @@ def test_matrix_survives_sigkill(tmp_path, trials=int(os.environ.get("EARMEM_SIG
             n = st.experience_stats()["queries"]
             st.search("what does Ann like?", k=5, rerank=Rerank(SimulatedScorer(GOLD), n_candidates=20, block_size=1, rank=2))
             assert st.experience_stats()["queries"] == n + 1
+
+
+def test_door_reranker_from_environment(tmp_path, llm_url, monkeypatch):
+    monkeypatch.setenv("EARMEM_RERANK_URL", llm_url); monkeypatch.setenv("EARMEM_RERANK_MODEL", "scripted")
+    with fill(tmp_path / "s") as st:
+        out = MemoryTools(st).search("what does Bob like?", k=3, rerank=True)   # what HTTP and MCP call
+        assert out["rerank"]["scorer"] == "llm" and all(h["text"].startswith("Bob") for h in out["hits"])
+
+
+def test_experience_is_per_user(tmp_path):
+    plan = Rerank(SimulatedScorer(GOLD), n_candidates=20, rank=2)
+    dana = MemoryStore(tmp_path / "s", namespace="dana", encoder=HashingEncoder(64), config=CONFIG)
+    lee = MemoryStore(tmp_path / "s", namespace="lee", encoder=HashingEncoder(64), config=CONFIG)
+    for st in (dana, lee): st.add_many([f"{p} likes {t}" for p in PEOPLE for t in THINGS])
+    dana.search("what does Ann like?", rerank=plan)
+    assert dana.experience_stats()["queries"] == 1 and lee.experience_stats()["queries"] == 0
+    assert lee.search("what does Ann like?", rerank=plan).rerank["reused"] == 0   # Lee's store never saw Dana's scores
+    dana.clear(); assert dana.experience_stats()["scores"] == 0 and lee.experience_stats()["queries"] == 1
+    dana.close(); lee.close()
+
+
+def test_cli_stats_shows_the_matrix(tmp_path):
+    with fill(tmp_path / "s") as st: st.search("what does Ann like?", rerank=Rerank(SimulatedScorer(GOLD), n_candidates=20))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "earmem.cli", "memory", "stats", "-s", str(tmp_path / "s"), "--json"],
+                       capture_output=True, text=True, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["reranking"] == {"queries": 1, "scores": 20, "memories": 20, "scorers": {"simulated": 20}}

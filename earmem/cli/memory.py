@@ -162,7 +162,7 @@ def _add_inject(sub):
 
 # %% ../../nbs/cli/32_memory.ipynb #8f349c0e
 def _cmd_stats(a):
-    with _store_from_args(a, readonly=True) as s: st = s.stats()
+    with _store_from_args(a, readonly=True) as s: st = {**s.stats(), "reranking": s.experience_stats()}  # issue 38: the experience matrix
     _emit(a, st, "\n".join(f"{k}: {v}" for k, v in st.items()))
 
 def _add_stats(sub):

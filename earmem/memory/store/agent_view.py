@@ -79,12 +79,12 @@ class Hit(MemoryRecord):
 class Hits(list):
     "The hits of one search, best first, with the query, conflicts, the scored candidate set and (once the tool layer files it) its search id."
     def __init__(self, hits=(), query: str = "", conflicts=(), candidates: Candidates | None = None,
-                 positions=None, store_token=None):
+                 positions=None, store_token=None, rerank: dict | None = None):
         super().__init__(hits)
         self.query, self.conflicts = query, list(conflicts)
         self.candidates, self.positions, self._store_token = candidates, positions, store_token
         self.search_id = None  # set by MemoryTools when it files the search (chapter 21's tool layer)
-        self.rerank = None  # a reranked search's report: scorer calls, tokens, milliseconds (chapter 23dr)
+        self.rerank = rerank  # a reranked search's report: scorer calls, tokens, milliseconds (chapter 23dr)
 
     @property
     def ids(self) -> list: return [h.id for h in self]

@@ -481,8 +481,7 @@ def search(self: MemoryStore,
            filters: SearchFilter | dict | None = None,  # the same narrowing as one object (kinds, entities, since, until, store, metadata, as_of)
            min_relevance: float | None = None,  # relevance floor; None = config.min_relevance
            touch: bool = False,  # refresh the returned memories' last-access time (reinforcement on use is feedback's job)
-           balanced: bool | None = None,  # K/2 candidates per store; None = config.balanced
-           rerank=None) -> Hits:  # EARM reranking (chapter 23dr): a scorer, a Rerank, True (the store's reranker) or None (off)
+           balanced: bool | None = None, rerank=None) -> Hits:  # K/2 candidates per store (None = config.balanced); EARM reranking (23dr): a scorer, a Rerank, True (the store's) or None
     "Filter, retrieve K candidates, keep those whose frozen relevance clears the floor, rank by relevance (adapter) + recency + importance (or, reranked, by observed/completed scores); best k."
     self._check_open()
     k = check_positive_int(k, "k")
@@ -492,14 +491,12 @@ def search(self: MemoryStore,
     c, plan = self.config, self._rerank_plan(rerank, k)  # declared hook: None unless reranking (23dr)
     with self._lock:
         self._maybe_refresh()
-        K = max(c.candidates, k, getattr(plan, "n_candidates", 0))
-        rows, cosines, fused = self._retrieve(text, q, K, c.balanced if balanced is None else balanced, flt)
+        rows, cosines, fused = self._retrieve(text, q, max(c.candidates, k, getattr(plan, "n_candidates", 0)), c.balanced if balanced is None else balanced, flt)
         ix = self._backend.index  # the rows are rows of this index (on PostgreSQL: the window of the candidates)
         if len(rows) == 0: return Hits([], text, store_token=self._token)
         cands, now = self._candidate_set(text, q, rows, cosines, fused), self.clock()
         score, rel, rec = self._blend(cands, rows, now)
-        rr = self._rerank(plan, cands, rows, score, rel) if plan is not None else None  # declared hook (23dr): (score, relevance, report)
-        if rr is not None: score, rel = rr[0], rr[1]
+        if (rr := self._rerank(plan, cands, rows, score, rel) if plan is not None else None) is not None: score, rel = rr[0], rr[1]  # declared hook (23dr): (score, relevance, report)
         keep = np.flatnonzero(np.asarray(cands.scores) >= floor)  # the floor judges frozen relevance: a learner reorders, never hides
         order = keep[np.lexsort((keep, -score[keep]))][:k]
         order = o if (o := self._order_candidates(rows, order, k)) is not None else order  # the declared hook: a raw turn a correction rewrote never leads it (23b, issue 36)
@@ -510,9 +507,7 @@ def search(self: MemoryStore,
         hits, order = [hits[i] for i in lead], order[lead]
         for rank, h in enumerate(hits, 1): h.rank = rank
         if touch and hits and not self.readonly: self._touch([h.id for h in hits], now)
-    out = Hits(hits, text, conflicts, cands, order, self._token)
-    if rr is not None: rr[2].annotate(out)
-    return out
+    return Hits(hits, text, conflicts, cands, order, self._token, rr[2].annotate(hits, order) if rr is not None else None)
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #3b0e0031
 @patch

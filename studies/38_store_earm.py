@@ -47,7 +47,7 @@ def run_stream(path, enc, bank, qs, plan, k=10):
             hits = st.search(q.text, k=k, rerank=plan)
             ids = list(dict.fromkeys(src.get(h.id, h.metadata.get("source")) for h in hits))
             stage = min(t // plan.block_size, 4) if plan is not None else None
-            out.append({"stage": stage, "recall": recall_at_k(ids, q.gold, k),
+            out.append({"t": t, "stage": stage, "recall": recall_at_k(ids, q.gold, k),
                         "calls": hits.rerank["scorer_calls"] if hits.rerank else 0,
                         "completion_ms": hits.rerank["completion_ms"] if hits.rerank else 0.0})
     return out
@@ -105,7 +105,22 @@ def study(seeds, banks=None, max_queries=None, progress=False) -> dict:
     out["earm_share_of_full_calls"] = float(np.mean([sum(r["calls"] for r in rows) / full_calls for rows in per["earm"]]))
     out["completion_ms_median"] = float(np.median([r["completion_ms"] for rows in per["earm"] for r in rows]))
     out["questions"], out["seeds"], out["seconds"] = len(per["earm"][0]), list(seeds), round(time.time() - t0)
+    T = max(r["t"] for r in per["earm"][0]) + 1
+    out["calls_by_position"] = {p: [float(np.mean([r["calls"] for rows in per[p] for r in rows if r["t"] == t])) for t in range(T)]
+                                for p in ("full", "earm")}
     return out
+
+
+def figure(out, path):
+    "Scorer calls per search by its position in a conversation's stream (mean over conversations and seeds), EARM against Full."
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    for p, style in (("full", "--"), ("earm", "-")):
+        ax.plot(out["calls_by_position"][p], style, label={"full": "Full (every candidate)", "earm": "EARM through the store"}[p])
+    ax.set_xlabel("question in the conversation's stream"); ax.set_ylabel("scorer calls per search"); ax.legend(); ax.set_ylim(0, 210)
+    ax.set_title("LoCoMo: reranking gets cheaper as the store's experience grows", fontsize=9)
+    fig.tight_layout(); fig.savefig(path, dpi=120); plt.close(fig)
 
 
 def harness(seeds, banks=None, max_queries=None, progress=False) -> dict:
@@ -174,11 +189,13 @@ def main(argv=None):
     ap.add_argument("--harness", action="store_true", help="also run chapter 15's harness on the same questions")
     ap.add_argument("--latency", action="store_true", help="only the latency benchmark (10,000 memories, 1,000 past queries)")
     ap.add_argument("--json", metavar="OUT", help="write the figures to OUT")
+    ap.add_argument("--figure", metavar="PNG", help="plot scorer calls per search over the stream to PNG")
     ap.add_argument("--progress", action="store_true")
     a = ap.parse_args(argv)
     out = {"latency": latency()} if a.latency else study(a.seeds, a.banks, a.max_queries, a.progress)
     if a.harness and not a.latency: out["harness"] = harness(a.seeds, a.banks, a.max_queries, a.progress)
     if a.json: Path(a.json).write_text(json.dumps(out, indent=1))
+    if a.figure and not a.latency: figure(out, a.figure)
     print(table(out) if not a.latency else json.dumps(out, indent=1))
 
 

@@ -165,3 +165,12 @@ def test_cli_stats_shows_the_matrix(tmp_path):
                        capture_output=True, text=True, env=env, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["reranking"] == {"queries": 1, "scores": 20, "memories": 20, "scorers": {"simulated": 20}}
+
+
+def test_an_update_in_another_handle_drops_the_old_scores(tmp_path):
+    plan = Rerank(SimulatedScorer(GOLD), n_candidates=20, block_size=1, rank=2)
+    with fill(tmp_path / "s") as st, MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=CONFIG) as other:
+        first = st.search("what does Ann like?", k=5, rerank=plan)
+        other.update(first.ids[0], text="Ann gave up on that")            # another handle rewrites a scored memory
+        again = st.search("what does Ann like?", k=5, rerank=plan)        # this handle rebuilds: the old score is not reused
+        assert again.rerank["reused"] == 19 and first.ids[0] not in [h.id for h in again if h.reranked["source"] == "observed"]

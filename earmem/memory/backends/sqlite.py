@@ -563,9 +563,17 @@ def experience_rows(self: SQLiteBackend, after: int = 0) -> list:
 
 @patch
 def erase_experience(self: SQLiteBackend, ids: list | None = None) -> int:
-    "Inside `write`: delete the scores of memories `ids` (None: all) and the queries left without scores; how many scores went."
+    "Inside `write`: delete the scores of memories `ids` (None: all) and the queries left without scores, counting the erasure; how many scores went."
     if not has_experience(self.db): return 0
     if ids is None: gone = self.db.execute("DELETE FROM experience_scores").rowcount
     else: gone = sum(self.db.execute("DELETE FROM experience_scores WHERE memory_id=?", (m,)).rowcount for m in ids)
     self.db.execute("DELETE FROM experience_queries WHERE seq NOT IN (SELECT DISTINCT query FROM experience_scores)")
+    if gone: self.db.execute("INSERT INTO meta (key, value) VALUES ('experience_erasures', '1') "
+                             "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
     return gone
+
+@patch
+def experience_erasures(self: SQLiteBackend) -> int:
+    "How many erasures took scores away (any process): a reader whose count differs rebuilds its matrix."
+    got = self.db.execute("SELECT value FROM meta WHERE key='experience_erasures'").fetchone()
+    return int(got[0]) if got else 0

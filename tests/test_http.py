@@ -134,7 +134,10 @@ def test_search_takes_the_filter(client):
     r = client.post("/search", json={"query": QUESTION, "metadata": {"project": "orders"}})
     assert r.status_code == 200 or r.json()["error"].startswith("metadata:")   # passed on; backends filter or name it
     body = client.get("/openapi.json").json()["paths"]["/search"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    assert {"kinds", "entities", "since", "until", "store", "metadata", "as_of", "min_relevance", "k", "query", "user_id", "agent_id", "run_id"} == set(body["properties"])
+    assert {"kinds", "entities", "since", "until", "store", "metadata", "as_of", "min_relevance", "k", "query", "user_id", "agent_id", "run_id",
+            "rerank"} == set(body["properties"])
+    r = client.post("/search", json={"query": QUESTION, "rerank": True})   # issue 38: no reranker configured where the server was built
+    assert r.status_code >= 400 and r.json()["error"].startswith("rerank: True asks for the store's reranker"), r.json()
 
 
 def test_update_needs_a_change(client):

@@ -107,16 +107,29 @@ def _add_add(sub):
     sp.add_argument("--source", default=None, help="where it came from")
     sp.add_argument("--id", default=None, help="explicit memory id")
 
+# %% ../../nbs/cli/32_memory.ipynb #98fd282d
+def _reranker(a):
+    "The `Rerank` of `search --rerank`: an OpenAI-compatible LLM (--scorer-url/--scorer-model or $EARMEM_LLM_BASE_URL/$EARMEM_LLM_MODEL) or a named cross-encoder."
+    from earmem.memory.store.rerank import CrossEncoderScorer, LLMRelevanceScorer, Rerank
+    if a.cross_encoder: scorer = CrossEncoderScorer(a.cross_encoder)
+    elif a.scorer_url or os.environ.get("EARMEM_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL"):
+        scorer = LLMRelevanceScorer(a.scorer_url, a.scorer_model)
+    else: raise ValueError("scorer-url: --rerank needs a relevance scorer; pass --scorer-url http://host:port/v1 and --scorer-model "
+                           "(an OpenAI-compatible endpoint; or set EARMEM_LLM_BASE_URL and EARMEM_LLM_MODEL), or --cross-encoder NAME")
+    return Rerank(scorer, n_candidates=a.rerank_candidates, max_scores=a.max_scores)
+
 # %% ../../nbs/cli/32_memory.ipynb #8bb14932
 def _cmd_search(a):
     if a.explain and a.json: raise ValueError("explain: --explain and --json are two different outputs; choose one")
+    rerank = _reranker(a) if a.rerank else None
     with _store_from_args(a) as s:
-        hits = s.search(a.query, k=a.k, touch=a.touch, **_filters(a))
+        hits = s.search(a.query, k=a.k, touch=a.touch, rerank=rerank, **_filters(a))
     if a.json: return _emit(a, {"query": a.query, "k": a.k, "filters": _filters(a), "hits": [asdict(h) for h in hits],
-                                "conflicts": hits.conflicts}, "")
+                                "conflicts": hits.conflicts, **({"rerank": hits.rerank} if hits.rerank else {})}, "")
     if a.explain: print(hits.explain()); return
     if not hits: print("no relevant memory"); return
     for h in hits: print(f"{h.rank}. [{h.id}] {h.score:.3f}  {h.timestamp[:10]} {h.kind}: {h.text}")
+    if hits.rerank: print("reranked: " + ", ".join(f"{k} {v}" for k, v in hits.rerank.items()))
 
 def _add_search(sub):
     sp = _command(sub, "search", "search memories", "Filter, then rank by relevance + recency + importance.", _cmd_search,
@@ -126,6 +139,12 @@ def _add_search(sub):
     sp.add_argument("--explain", action="store_true", help="show every score component")
     sp.add_argument("--touch", action="store_true", help="refresh the hits' last-access time (a write; off by default, as in MemoryStore.search)")
     sp.add_argument("--no-touch", action="store_false", dest="touch", help="the default: leave the hits' last-access time alone (kept for scripts)")
+    sp.add_argument("--rerank", action="store_true", help="rerank the candidates with a relevance scorer (EARM: a few direct scores, the rest completed from the store's experience)")
+    sp.add_argument("--scorer-url", help="--rerank: an OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default $EARMEM_LLM_BASE_URL)")
+    sp.add_argument("--scorer-model", help="--rerank: the model name (default $EARMEM_LLM_MODEL)")
+    sp.add_argument("--cross-encoder", help="--rerank: a sentence-transformers CrossEncoder name or path instead of an LLM")
+    sp.add_argument("--rerank-candidates", type=int, default=50, help="--rerank: semantic candidates reranked (default 50)")
+    sp.add_argument("--max-scores", type=int, default=None, help="--rerank: at most this many direct scores per search")
 
 # %% ../../nbs/cli/32_memory.ipynb #8f053a15
 def _cmd_inject(a):
@@ -143,7 +162,7 @@ def _add_inject(sub):
 
 # %% ../../nbs/cli/32_memory.ipynb #8f349c0e
 def _cmd_stats(a):
-    with _store_from_args(a, readonly=True) as s: st = s.stats()
+    with _store_from_args(a, readonly=True) as s: st = {**s.stats(), "reranking": s.experience_stats()}  # issue 38: the experience matrix
     _emit(a, st, "\n".join(f"{k}: {v}" for k, v in st.items()))
 
 def _add_stats(sub):

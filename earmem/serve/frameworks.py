@@ -17,7 +17,7 @@ __all__ = ['check_search_kwargs', 'hit_metadata', 'as_tools', 'cited_ids', 'give
            'langchain_retriever', 'llamaindex_retriever_class', 'llamaindex_retriever']
 
 # %% ../../nbs/serve/30_frameworks.ipynb #1eb357eb
-_SEARCH_KWARGS = tuple(k for k in TOOL_ARGUMENTS["search"][0] if k not in ("query", "k"))  # SearchFilter's fields and min_relevance
+_SEARCH_KWARGS = tuple(k for k in TOOL_ARGUMENTS["search"][0] if k not in ("query", "k"))  # SearchFilter's fields and min_relevance, rerank
 
 def check_search_kwargs(search_kwargs: dict) -> dict:
     "The search arguments a retriever passes on every query (SearchFilter's fields and min_relevance); unknown names refused, the filter built to check it."

@@ -21,7 +21,8 @@ _all_ = ["SQLiteBackend", "REQUESTS_SCHEMA", "WRITER_FILE", "name_fault"]  # `fr
 
 # %% auto #0
 __all__ = ['PENDING_MAX', 'PENDING_HARD', 'LINK_CHUNK', 'LINK_SLICE', 'OVERSAMPLE', 'FILTER_SLACK', 'WIDEN_MAX',
-           'DEDUPE_NEIGHBOURS', 'linker_step', 'SQLiteBackend', 'REQUESTS_SCHEMA', 'WRITER_FILE', 'name_fault']
+           'DEDUPE_NEIGHBOURS', 'EXPERIENCE_SCHEMA', 'linker_step', 'has_experience', 'SQLiteBackend',
+           'REQUESTS_SCHEMA', 'WRITER_FILE', 'name_fault']
 
 # %% ../../../nbs/memory/backends/20b_sqlite.ipynb #208981bc
 def _age(entry: Path, now: float) -> float:
@@ -526,3 +527,53 @@ def memory_texts(self: SQLiteBackend, after_rev: int = 0) -> tuple:
 def stage_vectors(self: SQLiteBackend, vectors: dict) -> dict:
     "SQLite keeps the new vectors in memory until the switch's transaction writes them: all of them are left to write."
     return vectors
+
+# %% ../../../nbs/memory/backends/20b_sqlite.ipynb #09a700db
+EXPERIENCE_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS experience_queries (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, "
+    "text TEXT NOT NULL, vector BLOB NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS experience_scores (query INTEGER NOT NULL, memory_id TEXT NOT NULL, score REAL NOT NULL, "
+    "scorer TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (query, memory_id))",
+    "CREATE INDEX IF NOT EXISTS experience_memory ON experience_scores(memory_id)")
+
+@patch
+def log_experience(self: SQLiteBackend, at: float, text: str, vector: bytes, ids: list, scores: list, scorer: str) -> int:
+    "Inside `write`: one reranked query (text, vector) and its observed scores of memories `ids`; returns the query's seq."
+    for stmt in EXPERIENCE_SCHEMA: self.db.execute(stmt)
+    seq = self.db.execute("INSERT INTO experience_queries (at, text, vector) VALUES (?, ?, ?)", (at, text, vector)).lastrowid
+    self.db.executemany("INSERT INTO experience_scores VALUES (?, ?, ?, ?, ?)",
+                        [(seq, m, float(s), scorer, at) for m, s in zip(ids, scores)])
+    return int(seq)
+
+# %% ../../../nbs/memory/backends/20b_sqlite.ipynb #f881a507
+def has_experience(db) -> bool:
+    "Whether the database has the reranking experience tables (made by the first `log_experience`)."
+    return db.execute("SELECT 1 FROM sqlite_master WHERE name='experience_scores'").fetchone() is not None
+
+@patch
+def experience_rows(self: SQLiteBackend, after: int = 0) -> list:
+    "(seq, text, vector bytes, [(memory id, score, scorer)]) of the reranked queries after seq `after`, in order."
+    if not has_experience(self.db): return []
+    qs = self.db.execute("SELECT seq, text, vector FROM experience_queries WHERE seq > ? ORDER BY seq", (after,)).fetchall()
+    cells = {}
+    for q, m, s, by in self.db.execute("SELECT query, memory_id, score, scorer FROM experience_scores WHERE query > ? "
+                                       "ORDER BY query, rowid", (after,)):
+        cells.setdefault(q, []).append((m, s, by))
+    return [(seq, text, vec, cells.get(seq, [])) for seq, text, vec in qs]
+
+@patch
+def erase_experience(self: SQLiteBackend, ids: list | None = None) -> int:
+    "Inside `write`: delete the scores of memories `ids` (None: all) and the queries left without scores, counting the erasure; how many scores went."
+    if not has_experience(self.db): return 0
+    if ids is None: gone = self.db.execute("DELETE FROM experience_scores").rowcount
+    else: gone = sum(self.db.execute("DELETE FROM experience_scores WHERE memory_id=?", (m,)).rowcount for m in ids)
+    self.db.execute("DELETE FROM experience_queries WHERE seq NOT IN (SELECT DISTINCT query FROM experience_scores)")
+    if gone: self.db.execute("INSERT INTO meta (key, value) VALUES ('experience_erasures', '1') "
+                             "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+    return gone
+
+@patch
+def experience_erasures(self: SQLiteBackend) -> int:
+    "How many erasures took scores away (any process): a reader whose count differs rebuilds its matrix."
+    got = self.db.execute("SELECT value FROM meta WHERE key='experience_erasures'").fetchone()
+    return int(got[0]) if got else 0

@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['AddResult', 'Hit', 'Hits', 'Injection', 'MemoryRecord', 'MemoryTools', 'UserTools', 'handle_tool_call', 'inject',
            'tool_specs', 'tools_for', 'Learning', 'MemoryStore', 'PROBE_TEXT', 'infer_kind', 'ChatResult', 'Extractor',
-           'LLMExtractor', 'RuleExtractor', 'Guard', 'server_guard', 'consolidate_shared']
+           'LLMExtractor', 'RuleExtractor', 'Guard', 'server_guard', 'consolidate_shared', 'CrossEncoderScorer',
+           'LLMRelevanceScorer', 'RelevanceScorer', 'Rerank', 'SimulatedScorer']
 
 # %% ../../../nbs/memory/store/23e_store_package.ipynb #5b94982f
 from .agent_view import (AddResult, Hit, Hits, Injection, MemoryRecord, MemoryTools, UserTools, handle_tool_call,
@@ -17,6 +18,8 @@ from .operations import PROBE_TEXT
 from .chat import ChatResult, Extractor, LLMExtractor, RuleExtractor
 from .trust import Guard, server_guard
 from .consolidate import consolidate_shared
+from .rerank import CrossEncoderScorer, LLMRelevanceScorer, RelevanceScorer, Rerank, SimulatedScorer
 _all_ = ["AddResult", "Hit", "Hits", "Injection", "MemoryRecord", "MemoryTools", "UserTools", "handle_tool_call", "inject", "tool_specs",
          "tools_for", "Learning", "MemoryStore", "PROBE_TEXT", "infer_kind", "ChatResult", "Extractor", "LLMExtractor", "RuleExtractor",
-         "Guard", "server_guard", "consolidate_shared"]
+         "Guard", "server_guard", "consolidate_shared", "CrossEncoderScorer", "LLMRelevanceScorer", "RelevanceScorer",
+         "Rerank", "SimulatedScorer"]

@@ -62,6 +62,7 @@ class Hit(MemoryRecord):
     supersedes: tuple = ()  # ids of older conflicting hits this one replaces
     superseded_by: str | None = None
     weights: tuple = (1.0, 0.0, 0.0)  # (relevance, recency, importance) weights used
+    reranked: dict | None = None  # reranked searches (chapter 23dr): {'source': 'observed' | 'completed' | 'semantic', 'score': …}
 
     def explain(self) -> str:
         "One line: the blended score, its relevance and the lift that recency and importance gave it over what it restates."
@@ -71,17 +72,19 @@ class Hit(MemoryRecord):
              f"  (frozen cosine {self.frozen_relevance:.3f}; {self.kind}, {self.store}, {self.timestamp[:10]})")
         if self.supersedes: s += f"  supersedes {', '.join(self.supersedes)}"
         if self.superseded_by: s += f"  superseded by {self.superseded_by}"
+        if self.reranked: s += f"  [reranked: {self.reranked['source']} score {self.reranked['score']:.3f}]"
         return s
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #4d157607
 class Hits(list):
     "The hits of one search, best first, with the query, conflicts, the scored candidate set and (once the tool layer files it) its search id."
     def __init__(self, hits=(), query: str = "", conflicts=(), candidates: Candidates | None = None,
-                 positions=None, store_token=None):
+                 positions=None, store_token=None, rerank: dict | None = None):
         super().__init__(hits)
         self.query, self.conflicts = query, list(conflicts)
         self.candidates, self.positions, self._store_token = candidates, positions, store_token
         self.search_id = None  # set by MemoryTools when it files the search (chapter 21's tool layer)
+        self.rerank = rerank  # a reranked search's report: scorer calls, tokens, milliseconds (chapter 23dr)
 
     @property
     def ids(self) -> list: return [h.id for h in self]
@@ -92,6 +95,7 @@ class Hits(list):
         lines = [h.explain() for h in self]
         lines += [f"conflict: {c['newer']} (newer) vs {c['older']} — cosine {c['similarity']:.2f}, same "
                   f"{c['kind']} about {', '.join(c['entities'])}" for c in self.conflicts]
+        if self.rerank: lines.append("reranked: " + ", ".join(f"{k} {v}" for k, v in self.rerank.items()))
         return "\n".join(lines)
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #5c1d2e03
@@ -193,7 +197,8 @@ _K = {"type": "integer", "minimum": 1, "maximum": 100, "default": 5, "descriptio
 TOOL_ARGUMENTS = {  # operation -> (JSON Schema properties of its arguments, the required ones)
     "search": ({"query": {"type": "string", "description": "What to look for, as a self-contained question or description."},
                 "k": _K, **SearchFilter.json_schema(),
-                "min_relevance": {"type": "number", "minimum": -1, "maximum": 1, "description": "Relevance floor; omitted = the store's."}},
+                "min_relevance": {"type": "number", "minimum": -1, "maximum": 1, "description": "Relevance floor; omitted = the store's."},
+                "rerank": {"type": "boolean", "default": False, "description": "Rerank with the store's configured relevance scorer (LLM or cross-encoder), reusing the scores it already paid for; refused when none is configured."}},
                ["query"]),
     "add": (MEMORY_FIELDS, ["text"]),  # kind omitted: inferred from the wording
     "feedback": ({"cited": {**_STRINGS, "default": [], "description": "Ids of the hits the answer used; the other hits count as unhelpful."},
@@ -345,14 +350,16 @@ def hits_of(self: MemoryTools, search_id: str | None = None) -> Hits:
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #6605efb1
 @patch
-def search(self: MemoryTools, query: str, k: int = 5, min_relevance: float | None = None, **filters) -> dict:
-    "Search memory, narrowed by `SearchFilter`'s fields and the relevance floor; returns {search_id, query, hits (with scores and ids), conflicts[, note]}."
+def search(self: MemoryTools, query: str, k: int = 5, min_relevance: float | None = None, rerank: bool = False, **filters) -> dict:
+    "Search memory, narrowed by `SearchFilter`'s fields and the relevance floor (`rerank`: by the store's reranker, chapter 23dr); returns {search_id, query, hits (with scores and ids), conflicts[, rerank][, note]}."
     if not isinstance(query, str): raise TypeError(f"query: expected a string, got {type(query).__name__}")
     flt, rest = SearchFilter.from_args(filters)
     if rest: raise unknown_argument(next(iter(rest)), TOOL_ARGUMENTS["search"][0], "search")
-    hits = self.store.search(query, k=k, filters=flt, min_relevance=min_relevance)
+    if not isinstance(rerank, bool): raise TypeError(f"rerank: expected true or false, got {type(rerank).__name__}")
+    hits = self.store.search(query, k=k, filters=flt, min_relevance=min_relevance, **({"rerank": True} if rerank else {}))
     dates = {h.id: h.timestamp[:10] for h in hits}
     out = {"search_id": self._remember(hits), "query": query, "hits": [hit_json(h, dates) for h in hits], "conflicts": hits.conflicts}
+    if hits.rerank: out["rerank"] = hits.rerank
     if not hits: out["note"] = "no stored memory cleared the relevance floor for this query"
     return out
 

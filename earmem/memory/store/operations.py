@@ -99,6 +99,7 @@ def _write_batch(self: MemoryStore, fresh: list, merges: dict, batch_ids: set, r
     auto = iter(b.new_ids(sum(f["id"] is None for f in fresh), batch_ids))
     for f in fresh: f["id"] = f["id"] or next(auto)
     links = self._link_updates(fresh, rev, now)
+    self._forget_experience([f["supersedes"] for f in fresh if f["supersedes"]])  # declared hook: a superseded memory's reranking scores go (23dr)
     b.insert([item_row(f) for f in fresh], rev, revived=batch_ids)
     b.update_many(("count", "accessed", "importance", "confidence", "entities"),
                   [(mid, (m["count"], m["accessed"], m["importance"], m["confidence"], json.dumps(list(m["entities"]))))
@@ -247,6 +248,7 @@ def update(self: MemoryStore, id: str, *, reason: str | None = None, **changes) 
     if vec is not None: sets["embedding"] = vec.tobytes()
     with self._write() as rev:
         self._backend.update_many(tuple(sets), [(id, tuple(sets.values()))], rev)
+        if "text" in changes: self._forget_experience([id])  # declared hook: scores of the old text go (23dr)
         after = self._record(id)
         diff = {k: [getattr(old, k), getattr(after, k)] for k in _UPDATABLE if getattr(old, k, None) != getattr(after, k, None)}
         self._audit(id, "update", {"changes": diff, "reason": reason})
@@ -271,6 +273,7 @@ def retract(self: MemoryStore, id: str, reason: str, correction: str | None = No
     V = self._encode([item["text"]]) if item is not None else None
     with self._write() as rev:
         self._backend.update_many(("status",), [(id, ("retracted",))], rev)
+        self._forget_experience([id])  # declared hook (23dr)
         result = self._insert_batch([item], V, rev, self.clock(), exclude=(id,))[0] if item is not None else None
         if result is not None:
             meta = json.dumps({**old.metadata, "retracted_by": result.id}, sort_keys=True)
@@ -321,6 +324,7 @@ def delete(self: MemoryStore, id: str) -> None:
         self._audit(id, "delete", {})
         if relinked: self._backend.audit_many(relinked)
         seen = self._forget_feedback([id])
+        self._forget_experience([id])  # declared hook: its reranking scores go in the same commit (23dr)
     self._after_erase(seen)
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #6f69b1a5
@@ -335,6 +339,7 @@ def clear(self: MemoryStore, reason: str | None = None) -> dict:
         now = self.clock()
         self._backend.audit_many([(now, mid, "delete", {"cleared": True, "reason": reason}) for mid in ids])
         seen = self._forget_feedback(None)
+        self._forget_experience(None)  # declared hook (23dr)
     self._after_erase(seen)
     return {"user_id": self.namespace, "deleted": len(ids)}
 
@@ -446,6 +451,23 @@ def _order_candidates(self: MemoryStore, rows: np.ndarray, order: np.ndarray, k:
     "A declared hook, called by `search` with its candidate `rows` and the positions it ranked among them (best first, at most `k`); a new `order` replaces it, None keeps it. Chapter 23b brings the claim that corrected a raw turn just above that turn. Does nothing."
     return None
 
+# %% ../../../nbs/memory/store/23_operations.ipynb #ad524879
+@patch
+def _rerank_plan(self: MemoryStore, rerank, k: int):
+    "A declared hook, called by `search` with its `rerank` argument: the reranking plan (its pool size `n_candidates`), or None for no reranking. Chapter 23dr fills it. Does nothing."
+    return None
+
+@patch
+def _rerank(self: MemoryStore, plan, cands, rows: np.ndarray, score: np.ndarray, rel: np.ndarray):
+    "A declared hook, called by `search` with a plan from `_rerank_plan`: (score, relevance, report) of the candidates reranked, the report annotating the hits. Chapter 23dr fills it. Does nothing."
+    return None
+
+@patch
+def _forget_experience(self: MemoryStore, ids):
+    "A declared hook, called inside the write transaction that deletes, retracts, supersedes or rewrites memories `ids` (None: all): their reranking scores go (23dr). Does nothing."
+    return None
+
+
 # %% ../../../nbs/memory/store/23_operations.ipynb #f097a381
 @patch
 def search(self: MemoryStore,
@@ -459,21 +481,22 @@ def search(self: MemoryStore,
            filters: SearchFilter | dict | None = None,  # the same narrowing as one object (kinds, entities, since, until, store, metadata, as_of)
            min_relevance: float | None = None,  # relevance floor; None = config.min_relevance
            touch: bool = False,  # refresh the returned memories' last-access time (reinforcement on use is feedback's job)
-           balanced: bool | None = None) -> Hits:  # K/2 candidates per store; None = config.balanced
-    "Filter, retrieve K candidates, keep those whose frozen relevance clears the floor, rank by relevance (adapter) + recency + importance; best k."
+           balanced: bool | None = None, rerank=None) -> Hits:  # K/2 candidates per store (None = config.balanced); EARM reranking (23dr): a scorer, a Rerank, True (the store's) or None
+    "Filter, retrieve K candidates, keep those whose frozen relevance clears the floor, rank by relevance (adapter) + recency + importance (or, reranked, by observed/completed scores); best k."
     self._check_open()
     k = check_positive_int(k, "k")
     floor = self.config.min_relevance if min_relevance is None else check_number(min_relevance, "min_relevance", -1, 1)
     flt, _ = SearchFilter.from_args(dict(filter=filters, kinds=kinds, entities=entities, since=since, until=until, store=store, as_of=as_of))
     text, q = self._query_vector(query)
-    c = self.config
+    c, plan = self.config, self._rerank_plan(rerank, k)  # declared hook: None unless reranking (23dr)
     with self._lock:
         self._maybe_refresh()
-        rows, cosines, fused = self._retrieve(text, q, max(c.candidates, k), c.balanced if balanced is None else balanced, flt)
+        rows, cosines, fused = self._retrieve(text, q, max(c.candidates, k, getattr(plan, "n_candidates", 0)), c.balanced if balanced is None else balanced, flt)
         ix = self._backend.index  # the rows are rows of this index (on PostgreSQL: the window of the candidates)
         if len(rows) == 0: return Hits([], text, store_token=self._token)
         cands, now = self._candidate_set(text, q, rows, cosines, fused), self.clock()
         score, rel, rec = self._blend(cands, rows, now)
+        if (rr := self._rerank(plan, cands, rows, score, rel) if plan is not None else None) is not None: score, rel = rr[0], rr[1]  # declared hook (23dr): (score, relevance, report)
         keep = np.flatnonzero(np.asarray(cands.scores) >= floor)  # the floor judges frozen relevance: a learner reorders, never hides
         order = keep[np.lexsort((keep, -score[keep]))][:k]
         order = o if (o := self._order_candidates(rows, order, k)) is not None else order  # the declared hook: a raw turn a correction rewrote never leads it (23b, issue 36)
@@ -484,7 +507,7 @@ def search(self: MemoryStore,
         hits, order = [hits[i] for i in lead], order[lead]
         for rank, h in enumerate(hits, 1): h.rank = rank
         if touch and hits and not self.readonly: self._touch([h.id for h in hits], now)
-    return Hits(hits, text, conflicts, cands, order, self._token)
+    return Hits(hits, text, conflicts, cands, order, self._token, rr[2].annotate(hits, order) if rr is not None else None)
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #3b0e0031
 @patch

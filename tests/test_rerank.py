@@ -1,0 +1,176 @@
+"""Issue 38: EARM in the store beyond the chapter's cells — the experience survives reopening and is shared by a second
+handle, scores are never bought twice across handles, the tool layer and the CLI rerank through a scripted
+OpenAI-compatible LLM (the real client), and the matrix survives SIGKILL during reranked searches (slow)."""
+import json, os, signal, sqlite3, subprocess, sys, textwrap, threading, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
+from earmem.memory.backends.sqlite import has_experience
+from earmem.memory.store import MemoryStore, MemoryTools, Rerank, SimulatedScorer, LLMRelevanceScorer
+
+ROOT = Path(__file__).resolve().parents[1]
+PEOPLE = ["Ann", "Bob", "Cleo", "Dev", "Eli"]
+THINGS = ["cats", "cello", "chess", "sailing", "pottery", "running", "baking", "tennis"]
+CONFIG = StoreConfig(min_relevance=-1.0, recency_weight=0.0, importance_weight=0.0)
+
+
+def fill(path):
+    st = MemoryStore(path, encoder=HashingEncoder(64), config=CONFIG)
+    st.add_many([{"text": f"{p} likes {t}", "kind": "fact", "source": f"D{i + 1}:{j + 1}"}
+                 for i, p in enumerate(PEOPLE) for j, t in enumerate(THINGS)])
+    return st
+
+
+GOLD = {f"what does {p} like?": [f"D{i + 1}:{j + 1}" for j in range(len(THINGS))] for i, p in enumerate(PEOPLE)}
+
+
+class Scripted(BaseHTTPRequestHandler):
+    "An OpenAI-compatible chat endpoint: 9 for a memory sharing a word of 3+ letters with the question, else 0."
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        user = body["messages"][-1]["content"]
+        q = json.loads(user.split("<question>\n")[1].split("\n</question>")[0])
+        recs = json.loads(user.split("<memories>\n")[1].split("\n</memories>")[0])
+        words = {w.strip("?.,").lower() for w in q.split() if len(w) >= 3}
+        scores = [{"index": r["index"], "score": 9 if words & {w.lower() for w in r["text"].split()} else 0} for r in recs]
+        out = json.dumps({"choices": [{"message": {"content": json.dumps({"scores": scores})}}]}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json"); self.end_headers(); self.wfile.write(out)
+
+    def log_message(self, *a): pass
+
+
+@pytest.fixture(scope="module")
+def llm_url():
+    server = HTTPServer(("127.0.0.1", 0), Scripted)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/v1"
+    server.shutdown()
+
+
+def test_experience_survives_reopen_and_is_never_bought_twice(tmp_path):
+    plan = Rerank(SimulatedScorer(GOLD), n_candidates=20, block_size=1, rank=2)
+    with fill(tmp_path / "s") as st:
+        first = st.search("what does Ann like?", k=5, rerank=plan)
+        assert first.rerank["scorer_calls"] == 20
+    with MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=CONFIG) as st, \
+         MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=CONFIG) as other:
+        again = st.search("what does Ann like?", k=5, rerank=plan)       # reopened: the scores are read back, none bought
+        assert (again.rerank["scorer_calls"], again.rerank["reused"]) == (0, 20)
+        assert again.ids == first.ids
+        bob = other.search("what does Bob like?", k=5, rerank=plan)     # a second handle continues the same schedule
+        assert bob.rerank["stage"] == 3 and bob.rerank["scorer_calls"] == plan.budget(2, 20)[1]
+        assert st.experience_stats()["queries"] == 3
+
+
+def test_tool_layer_and_refusal(tmp_path, llm_url):
+    with fill(tmp_path / "s") as st:
+        tools = MemoryTools(st)
+        with pytest.raises(ValueError, match="rerank: True asks for the store's reranker"):
+            tools.search("what does Cleo like?", rerank=True)
+        st.set_reranker(Rerank(LLMRelevanceScorer(llm_url, "scripted", batch_size=8), n_candidates=20, rank=2))
+        out = tools.search("what does Cleo like?", k=5, rerank=True)
+        assert out["rerank"]["scorer"] == "llm" and out["rerank"]["scorer_calls"] == 20 and out["rerank"]["failure"] is None
+        assert all(h["text"].startswith("Cleo") and h["reranked"]["source"] == "observed" for h in out["hits"])
+        with pytest.raises(TypeError, match="rerank: expected true or false"):
+            tools.search("x", rerank="yes")
+
+
+def test_llm_failure_is_named_and_not_fatal(tmp_path):
+    with fill(tmp_path / "s") as st:
+        dead = LLMRelevanceScorer("http://127.0.0.1:9/v1", "none", timeout=0.5, retries=0)
+        hits = st.search("what does Dev like?", k=5, rerank=Rerank(dead, n_candidates=20))
+        assert "llm failed" in hits.rerank["failure"] and len(hits) == 5
+        assert st.experience_stats()["queries"] == 0     # nothing observed, nothing logged
+
+
+def test_cli_search_rerank(tmp_path, llm_url):
+    fill(tmp_path / "s").close()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("EARMEM_LLM_BASE_URL", None); env.pop("OPENAI_BASE_URL", None)
+    run = lambda *a: subprocess.run([sys.executable, "-m", "earmem.cli", "memory", "search", *a, "-s", str(tmp_path / "s")],
+                                    capture_output=True, text=True, env=env, cwd=ROOT)
+    r = run("what does Eli like?", "--rerank", "--scorer-url", llm_url, "--scorer-model", "scripted", "--rerank-candidates", "20", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["rerank"]["scorer_calls"] == 20 and all(h["text"].startswith("Eli") for h in out["hits"])
+    r = run("what does Eli like?", "--rerank")
+    assert r.returncode != 0 and "scorer-url: --rerank needs a relevance scorer" in r.stderr
+
+
+KILLED = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, {root!r})
+    from tests.test_rerank import GOLD, CONFIG
+    from earmem.memory.rules.hygiene import HashingEncoder
+    from earmem.memory.store import MemoryStore, Rerank, SimulatedScorer
+    st = MemoryStore(Path({path!r}), encoder=HashingEncoder(64), config=CONFIG)
+    plan = Rerank(SimulatedScorer(GOLD), n_candidates=20, block_size=1, rank=2)
+    qs = list(GOLD)
+    i = 0
+    print("ready", flush=True)
+    while True:
+        st.search(qs[i % len(qs)] + " " * (i // len(qs)), k=5, rerank=plan); i += 1
+""")
+
+
+@pytest.mark.slow
+def test_matrix_survives_sigkill(tmp_path, trials=int(os.environ.get("EARMEM_SIGKILL_TRIALS", "10"))):
+    fill(tmp_path / "s").close()
+    rng = np.random.default_rng(0)
+    for trial in range(trials):
+        p = subprocess.Popen([sys.executable, "-c", KILLED.format(root=str(ROOT), path=str(tmp_path / "s"))], stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(float(rng.uniform(0.05, 0.6)))
+        p.send_signal(signal.SIGKILL); p.wait()
+        con = sqlite3.connect(tmp_path / "s" / "memories.sqlite")
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        orphans = con.execute("SELECT COUNT(*) FROM experience_queries WHERE seq NOT IN (SELECT query FROM experience_scores)").fetchone()[0] \
+            if has_experience(con) else 0   # killed before its first reranked search committed
+        con.close()
+        assert orphans == 0, f"trial {trial}: a query row without its scores"
+        with MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=CONFIG) as st:   # reopens, reads and extends the matrix
+            n = st.experience_stats()["queries"]
+            st.search("what does Ann like?", k=5, rerank=Rerank(SimulatedScorer(GOLD), n_candidates=20, block_size=1, rank=2))
+            assert st.experience_stats()["queries"] == n + 1
+
+
+def test_door_reranker_from_environment(tmp_path, llm_url, monkeypatch):
+    monkeypatch.setenv("EARMEM_RERANK_URL", llm_url); monkeypatch.setenv("EARMEM_RERANK_MODEL", "scripted")
+    with fill(tmp_path / "s") as st:
+        out = MemoryTools(st).search("what does Bob like?", k=3, rerank=True)   # what HTTP and MCP call
+        assert out["rerank"]["scorer"] == "llm" and all(h["text"].startswith("Bob") for h in out["hits"])
+
+
+def test_experience_is_per_user(tmp_path):
+    plan = Rerank(SimulatedScorer(GOLD), n_candidates=20, rank=2)
+    dana = MemoryStore(tmp_path / "s", namespace="dana", encoder=HashingEncoder(64), config=CONFIG)
+    lee = MemoryStore(tmp_path / "s", namespace="lee", encoder=HashingEncoder(64), config=CONFIG)
+    for st in (dana, lee): st.add_many([f"{p} likes {t}" for p in PEOPLE for t in THINGS])
+    dana.search("what does Ann like?", rerank=plan)
+    assert dana.experience_stats()["queries"] == 1 and lee.experience_stats()["queries"] == 0
+    assert lee.search("what does Ann like?", rerank=plan).rerank["reused"] == 0   # Lee's store never saw Dana's scores
+    dana.clear(); assert dana.experience_stats()["scores"] == 0 and lee.experience_stats()["queries"] == 1
+    dana.close(); lee.close()
+
+
+def test_cli_stats_shows_the_matrix(tmp_path):
+    with fill(tmp_path / "s") as st: st.search("what does Ann like?", rerank=Rerank(SimulatedScorer(GOLD), n_candidates=20))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "earmem.cli", "memory", "stats", "-s", str(tmp_path / "s"), "--json"],
+                       capture_output=True, text=True, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["reranking"] == {"queries": 1, "scores": 20, "memories": 20, "scorers": {"simulated": 20}}
+
+
+def test_an_update_in_another_handle_drops_the_old_scores(tmp_path):
+    plan = Rerank(SimulatedScorer(GOLD), n_candidates=20, block_size=1, rank=2)
+    with fill(tmp_path / "s") as st, MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=CONFIG) as other:
+        first = st.search("what does Ann like?", k=5, rerank=plan)
+        other.update(first.ids[0], text="Ann gave up on that")            # another handle rewrites a scored memory
+        again = st.search("what does Ann like?", k=5, rerank=plan)        # this handle rebuilds: the old score is not reused
+        assert again.rerank["reused"] == 19 and first.ids[0] not in [h.id for h in again if h.reranked["source"] == "observed"]

@@ -42,6 +42,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1"); os.environ.setdefault("TRANSFORMER
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "nbs/memory/rules/data/truth_pairs.json"
 CHATS = ROOT / "nbs/memory/store/data/truth_chats.json"
+
+
+def _corpus(path: Path, split: str) -> Path:
+    "The 'fresh' split lives in its own file (truth_*_fresh.json: a second held-out set, written after the first was used)."
+    return path.with_name(path.stem + "_fresh.json") if split == "fresh" else path
 CLAIM_KINDS = ["fact", "decision", "preference", "correction"]
 
 
@@ -106,7 +111,7 @@ def run_pairs(a, enc) -> dict:
     from earmem.memory.rules.updates import judge_change
     from earmem.memory.rules.claims import judge_claims
     judge = judge_claims if a.judge == "claims" else judge_change
-    pairs = [p for p in json.loads(PAIRS.read_text()) if p["split"] == a.split][: a.limit or None]
+    pairs = [p for p in json.loads(_corpus(PAIRS, a.split).read_text()) if p["split"] == a.split][: a.limit or None]
     rows, t0 = [], time.time()
     with tempfile.TemporaryDirectory(prefix="truth36-") as tmp:
         for i, p in enumerate(pairs):
@@ -225,7 +230,7 @@ def corrupted(claim: str, messages: list) -> list:
 
 def run_chats(a, enc) -> dict:
     from earmem.memory import MemoryStore
-    chats = [c for c in json.loads(CHATS.read_text()) if c["split"] == a.split][: a.limit or None]
+    chats = [c for c in json.loads(_corpus(CHATS, a.split).read_text()) if c["split"] == a.split][: a.limit or None]
     rows, t0 = [], time.time()
     with tempfile.TemporaryDirectory(prefix="truth36c-") as tmp:
         for c in chats:
@@ -394,7 +399,8 @@ def print_concurrency(res: dict, partial: bool = False):
 # ------------------------------------------------------------------ main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--split", choices=("tune", "heldout"), default="tune", help="which half of the corpora (default: tune)")
+    ap.add_argument("--split", choices=("tune", "heldout", "fresh"), default="tune",
+                    help="which half of the corpora (default: tune); 'fresh': the second held-out set (truth_*_fresh.json)")
     ap.add_argument("--judge", choices=("claims", "rules"), default="claims",
                     help="the judge column: judge_claims (18a, the store's default door judge) or judge_change (18's slot rules, the baseline's)")
     ap.add_argument("--hashing", action="store_true", help="pairs and chats with HashingEncoder(64) instead of the bundled MiniLM")

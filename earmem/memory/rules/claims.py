@@ -391,6 +391,7 @@ def _role_reading(c: Claim) -> Claim:
 
 def _value_change(c: Claim) -> Claim:
     "'The rent went up to $1250', 'rose to 40': a new value of the subject's one value (read as 'is', marked as a change)."
+    if c.verb == "grow" and c.obj.startswith("up"): c.verb = c.pred = "grow up"   # 'I grew up in Cork': where from, not a change
     if c.verb in _RISES and set(c.slots) & set(_VALUE_SLOTS) and re.match(r"(?:up|down|back)?\s?(?:to|by)\b", c.obj):
         c.verb, c.pred, c.change = "be", "be", True
     return c
@@ -398,7 +399,7 @@ def _value_change(c: Claim) -> Claim:
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #becd6913
 _WED = {"marry": "married", "engage": "engaged", "divorce": "divorced", "date": "dating"}
 _ROLE_STATUS = {"wife": "married", "husband": "married", "spouse": "married", "girlfriend": "dating", "boyfriend": "dating",
-                "fiance": "engaged", "fiancee": "engaged", "partner": "partner"}   # 'Fatima is Farid's spouse' = 'Farid is married to Fatima' 
+                "fiance": "engaged", "fiancee": "engaged", "partner": None}   # 'partner' names no status: 'my partner' may be a girlfriend   # 'Fatima is Farid's spouse' = 'Farid is married to Fatima' 
 
 def _caps(text: str) -> set: return {w.casefold() for w in re.findall(r"\b[A-Z][a-z]+", text)}   # names, as written
 
@@ -407,7 +408,7 @@ def _partner_reading(c: Claim) -> Claim:
     words = set(re.findall(r"[a-z]+", c.obj))
     role = c.subject.split()[-1] if c.subject != "?" else ""
     if role in _ROLE_STATUS and c.verb == "be" and len(c.subject.split()) > 1:        # 'my girlfriend is Sara' / 'Sara is my girlfriend'
-        person, status = c.subject.rsplit(" ", 1)[0], {_ROLE_STATUS[role]}
+        person, status = c.subject.rsplit(" ", 1)[0], {_ROLE_STATUS[role]} - {None}
     elif c.verb == "be" and words & _STATUS and c.subject != "?" and not c.obj_words - _STATUS - _caps(c.text) \
             and not (words & _STATUS == {"relationship"} and "in" not in words):
         person, status = c.subject, words & _STATUS - {"relationship"} or {"dating"}
@@ -500,6 +501,9 @@ def _one_subject(a: Claim, b: Claim) -> tuple:
         if not diff and not (only_a or only_b): return "restatement", "same subject and values, other words"
         return "distinct", f"another attribute ({ca} / {cb})"
     if diff:
+        keys = {k for k, _, _ in diff}
+        if keys & {"date", "weekday"} and keys - set(_WHEN) and not b.change:   # '110 in January' / '85 in February': two periods' values
+            return "distinct", f"values of another period ({', '.join(sorted(keys))})"
         if only_a and only_b and not (ca in _SINGLE or ca in ("value", "role")):
             return "distinct", f"values of other things ({', '.join(sorted(only_a))} / {', '.join(sorted(only_b))})"
         show = lambda k, vs, c: ", ".join(c.surface.get((k, v), v) for v in vs)

@@ -95,15 +95,19 @@ def _refuses_format(error: BaseException) -> bool:
     text = str(error)
     return isinstance(error, RuntimeError) and bool(_REFUSED.search(text)) and ("response_format" in text or "json_schema" in text)
 
-@patch
-def _ask(self: LLMJudge, messages: list) -> str:
-    "One reply: asked with the schema while the server takes it; a refusal of the schema is asked again without it, and remembered."
-    if self.structured:
-        try: return self.client.chat(messages, response_format=RESPONSE_FORMAT)
+def _chat_structured(asker, messages: list, response_format: dict) -> str:
+    "One reply from `asker.client`: with the schema while `asker.structured`; a refusal of the schema is asked again without it, and remembered."
+    if asker.structured:
+        try: return asker.client.chat(messages, response_format=response_format)
         except RuntimeError as e:
             if not _refuses_format(e): raise
-            self.structured = False
-    return self.client.chat(messages)
+            asker.structured = False
+    return asker.client.chat(messages)
+
+@patch
+def _ask(self: LLMJudge, messages: list) -> str:
+    "One reply to the judge's question (chapter-wide rule: the schema while the server takes it)."
+    return _chat_structured(self, messages, RESPONSE_FORMAT)
 
 # %% ../../../nbs/memory/rules/18b_llm_judge.ipynb #a7b32385
 @patch

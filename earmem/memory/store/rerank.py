@@ -13,7 +13,7 @@ from ...core import Memory, Query, check_int, check_number, check_positive_int, 
 from ...ear.critic import RelevanceSimulator, check_scores
 from ...ear.llm import LLMScorer
 from ..rules.hygiene import KIND_NAMES, STORES, iso
-from ..rules.llm_judge import _refuses_format, _takes_format
+from ..rules.llm_judge import _chat_structured, _takes_format
 from ..backends.sqlite import has_experience
 from .operations import MemoryStore
 
@@ -83,12 +83,7 @@ class LLMRelevanceScorer(LLMScorer):
 
     def _chat(self, messages: list) -> str:
         "One reply: with the schema while the server takes it; a refusal of the schema is asked again without it, and remembered."
-        if self.structured:
-            try: return self.client.chat(messages, response_format=SCORES_FORMAT)
-            except RuntimeError as e:
-                if not _refuses_format(e): raise
-                self.structured = False
-        return self.client.chat(messages)
+        return _chat_structured(self, messages, SCORES_FORMAT)
 
 # %% ../../../nbs/memory/store/23dr_rerank.ipynb #793f937a
 class CrossEncoderScorer:

@@ -130,7 +130,8 @@ class Extractor(Protocol):
     "Turns normalised messages (`check_messages`) into candidate memories: dicts with text, kind, entities, turn (and replace)."
     def __call__(self, messages: list) -> list: ...
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])|\n+")
+_ABBREV = "".join(rf"(?<!\b{a}\.)" for a in ("Dr", "Mr", "Mrs", "Ms", "St", "Prof", "Jr", "Sr", "Mt", "vs", "No"))   # 'my new dentist is Dr. Yilmaz'
+_SENTENCE = re.compile(rf"{_ABBREV}(?<=[.!?])\s+(?=[A-Z\"'])|\n+")
 _TRAILER = re.compile(r",?\s(?:by the way|btw|though|I think|please)\s*[.!]?$", re.I)
 _OPENER = re.compile(r"^(?:(?:oh|ok|okay|so|btw|by the way|also|and|well|hey|um|fyi|actually|sorry|no)\b[,!.]?\s*|"
                      r"(?:big|good|bad|great|some|quick)?\s?(?:news|update|heads up|fun fact)\s*[:!,-]+\s*)+", re.I)  # "Big news: I moved …"

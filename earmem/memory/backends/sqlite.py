@@ -561,6 +561,7 @@ def experience_rows(self: SQLiteBackend, after: int = 0) -> list:
         cells.setdefault(q, []).append((m, s, by))
     return [(seq, text, vec, cells.get(seq, [])) for seq, text, vec in qs]
 
+# %% ../../../nbs/memory/backends/20b_sqlite.ipynb #a950510c
 @patch
 def erase_experience(self: SQLiteBackend, ids: list | None = None) -> int:
     "Inside `write`: delete the scores of memories `ids` (None: all) and the queries left without scores, counting the erasure; how many scores went."

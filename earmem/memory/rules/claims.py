@@ -442,6 +442,11 @@ def _said_change(a: Claim, b: Claim) -> tuple | None:
         return "update", f"{b.verb}: when it happens changed"
     return None
 
+def _other_period(diff: list) -> tuple | None:
+    "('distinct', …) when a date or weekday differs beside another value: '110 in January' / '85 in February' are two periods' values."
+    keys = {k for k, _, _ in diff}
+    return ("distinct", f"values of another period ({', '.join(sorted(keys))})") if keys & {"date", "weekday"} and keys - set(_WHEN) else None
+
 def _align(a: Claim, b: Claim) -> tuple:
     "'Yusuf has a gym membership' / 'Yusuf cancelled their gym membership' (about 'yusuf gym membership'), 'Kofi plans to fly on May 4' / \"Kofi's flight is on June 11\": the shorter subject's claim is re-read about the longer one."
     for x, y in ((a, b), (b, a)):
@@ -484,8 +489,7 @@ def _one_subject(a: Claim, b: Claim) -> tuple:
     if (cb in _CHANGE_VERBS or b.verb in _CHANGE_VERBS) and not moved_away: cb = ca  # "moved to", "was pushed to": a new value of the old attribute
     only_a, only_b = a.obj_words - b.obj_words - _FILLER, b.obj_words - a.obj_words - _FILLER
     shared = (a.obj_words & b.obj_words) - _FILLER
-    va, vb = _values(a), _values(b)
-    diff = _values_differ(va, vb)
+    diff = _values_differ(_values(a), _values(b))
     sa, sb = a.slots.get("state", frozenset()), b.slots.get("state", frozenset())
     if b.terminate and not a.terminate and a.verb and any(_lemma(w) == a.verb for w in b.obj_words):   # "I quit smoking" ends "I smoke …"
         return "update", f"{b.verb}: '{a.verb}' no longer holds"
@@ -501,9 +505,7 @@ def _one_subject(a: Claim, b: Claim) -> tuple:
         if not diff and not (only_a or only_b): return "restatement", "same subject and values, other words"
         return "distinct", f"another attribute ({ca} / {cb})"
     if diff:
-        keys = {k for k, _, _ in diff}
-        if keys & {"date", "weekday"} and keys - set(_WHEN) and not b.change:   # '110 in January' / '85 in February': two periods' values
-            return "distinct", f"values of another period ({', '.join(sorted(keys))})"
+        if not b.change and (period := _other_period(diff)): return period
         if only_a and only_b and not (ca in _SINGLE or ca in ("value", "role")):
             return "distinct", f"values of other things ({', '.join(sorted(only_a))} / {', '.join(sorted(only_b))})"
         show = lambda k, vs, c: ", ".join(c.surface.get((k, v), v) for v in vs)

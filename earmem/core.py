@@ -4,9 +4,8 @@
 
 # %% ../nbs/core/00_core.ipynb #d1711868
 from __future__ import annotations
-import hashlib, os, re, sqlite3, threading, time, warnings
+import contextlib, hashlib, importlib.util, json, os, re, sqlite3, sys, threading, time, warnings
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Sequence
 import numpy as np
@@ -169,7 +168,6 @@ RESEARCH_EXTRA = 'pip install "earmem[research]"'
 
 def require_research(feature: str, *modules: str) -> None:
     "Nothing when every top-level module of `modules` is installed; else an ImportError saying `feature` needs the research extra."
-    import importlib.util
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         raise ImportError(f"{feature} needs {', '.join(missing)}, which the light install (pip install earmem: the memory "
@@ -250,8 +248,6 @@ class Encoder:
     def __repr__(self): return f"Encoder({self.model_id!r}, dim={self._dim})"
 
 # %% ../nbs/core/00_core.ipynb #3f1b2c40
-import contextlib
-
 @contextlib.contextmanager
 def quiet_model_loading():
     "Silence transformers' weight-loading bar and its load report for a while; earmem's own progress bars are unaffected."
@@ -266,7 +262,6 @@ def quiet_model_loading():
 # %% ../nbs/core/00_core.ipynb #4a2c3d50
 def onnx_ready(path) -> bool:
     "Whether model folder `path` is a plain mean-pooled, normalised sentence-transformers model with a fast tokenizer."
-    import json
     p = Path(path)
     try:
         mods = [m["type"].rsplit(".", 1)[-1] for m in json.loads((p / "modules.json").read_text())]
@@ -302,7 +297,7 @@ def export_onnx(path, dest) -> Path:
 class OnnxModel:
     "A mean-pooled, normalised sentence-transformers model run by onnxruntime and `tokenizers` (no torch)."
     def __init__(self, path, onnx_file, max_length: int | None = None):
-        import json, onnxruntime
+        import onnxruntime
         from tokenizers import Tokenizer
         p = Path(path)
         cfg = json.loads((p / "sentence_bert_config.json").read_text()) if (p / "sentence_bert_config.json").is_file() else {}
@@ -331,17 +326,14 @@ def encode_document(self: OnnxModel, texts, batch_size: int = 64, **kw) -> np.nd
 OnnxModel.encode_query = OnnxModel.encode_document      # no prompts: onnx_ready refuses models that have them
 
 # %% ../nbs/core/00_core.ipynb #4a2c3d55
-import sys
 BACKEND_ENV = "EARMEM_ENCODER_BACKEND"
 
 def _onnx_available() -> bool:
-    import importlib.util
     return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers"))
 
 @patch
 def _backend(self: Encoder) -> str:
     "'onnx' or 'torch': the backend asked for (argument > $EARMEM_ENCODER_BACKEND > 'torch', or 'auto' without sentence-transformers), 'auto' resolved."
-    import importlib.util
     default = "torch" if importlib.util.find_spec("sentence_transformers") is not None else "auto"   # light install: onnxruntime
     asked = check_choice(self.backend or os.environ.get(BACKEND_ENV) or default, "backend", ("torch", "onnx", "auto"))
     if asked == "auto": return "onnx" if _onnx_available() and onnx_ready(self._path) else "torch"
@@ -595,16 +587,12 @@ def evaluate(rankings: dict, queries: Iterable[Query], k: int = 5) -> dict:
             "by_category": {c: _mean_scores(rs) for c, rs in sorted(rows.items())}}
 
 # %% ../nbs/core/00_core.ipynb #a1b2c3d4
+_LOCOMO_WHEN = re.compile(r"\s*\d{1,2}:\d{2}\s*[ap]\.?m\.?\s+on\s+\d{1,2}\s+[A-Za-z]+\.?,?\s+\d{4}\s*", re.I)
+
 def parse_locomo_datetime(text) -> str | None:
-    "'1:56 pm on 8 May, 2023' → '2023-05-08T13:56:00'; None when it cannot be read."
-    if not isinstance(text, str): return None
-    m = re.fullmatch(r"\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4})\s*", text, re.I)
-    if not m: return None
-    h, mi, ap, d, mon, y = m.groups()
-    for fmt in ("%B", "%b"):
-        try: month = datetime.strptime(mon[:3] if fmt == "%b" else mon, fmt).month; break
-        except ValueError: month = None
-    if month is None or not 1 <= int(h) <= 12: return None
-    hour = int(h) % 12 + (12 if ap.lower() == "p" else 0)
-    try: return datetime(int(y), month, int(d), hour, int(mi)).isoformat()
-    except ValueError: return None
+    "'1:56 pm on 8 May, 2023' → '2023-05-08T13:56:00' (read by python-dateutil); None when it cannot be read."
+    if not isinstance(text, str) or not _LOCOMO_WHEN.fullmatch(text): return None
+    from dateutil import parser
+    try: return parser.parse(text).isoformat()
+    except (ValueError, OverflowError): return None
+

@@ -6,7 +6,7 @@ import pytest
 from earmem.memory import MemoryStore, StoreConfig
 from earmem.memory.rules.hygiene import HashingEncoder
 from earmem.memory.store.learner import GATE_MIN_PAIRS
-from earmem.memory.store.operations import SESSION_BETA
+from earmem.memory.store.ranking import SESSION_BETA
 
 NOTES = ["Dana chose Postgres for the orders service", "Dana moved the orders service to Postgres 16",
          "Sam reviews the orders service schema", "the orders service runs on three nodes",

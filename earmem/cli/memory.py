@@ -29,8 +29,7 @@ def _one_line(e: BaseException) -> str:
 def _fail(e: BaseException) -> int:
     "Print `e` as one line on stderr and return exit code 2 (re-raise it when $EARMEM_DEBUG is set)."
     if os.environ.get("EARMEM_DEBUG"): raise e
-    print(f"earmem: error: {_one_line(e)}", file=sys.stderr)
-    return 2
+    print(f"earmem: error: {_one_line(e)}", file=sys.stderr); return 2
 
 # %% ../../nbs/cli/32_memory.ipynb #c43a4367
 def _store_from_args(a, readonly: bool = False, create: bool = False) -> MemoryStore:
@@ -47,8 +46,7 @@ def _store_from_args(a, readonly: bool = False, create: bool = False) -> MemoryS
 # %% ../../nbs/cli/32_memory.ipynb #d5e7d1c0
 def _json_default(o):
     "JSON for what `json` cannot write itself: numpy numbers and arrays, dataclasses, paths."
-    if is_dataclass(o): return asdict(o)
-    return o.tolist() if hasattr(o, "tolist") else str(o)
+    return asdict(o) if is_dataclass(o) else o.tolist() if hasattr(o, "tolist") else str(o)
 
 def _emit(a, obj, text: str):
     "Print `obj` as JSON with --json, else `text`."
@@ -65,8 +63,7 @@ def _store_options(sp, encoder: bool = True):
                          "(an OpenAI-compatible /embeddings server at $EARMEM_EMBEDDINGS_URL, key $EARMEM_EMBEDDINGS_KEY) "
                          "(default: bundled all-MiniLM-L6-v2)")
 
-def _json_flag(sp, what: str = "the result"):
-    sp.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+def _json_flag(sp, what: str = "the result"): sp.add_argument("--json", action="store_true", help=f"print {what} as JSON")
 
 # %% ../../nbs/cli/32_memory.ipynb #3ead5f93
 def _filter_options(sp, k_default: int | None = 5):
@@ -580,8 +577,7 @@ def _guarded(func: Callable, args) -> int:
     "Run `func(args)`: 0, or 2 after a one-line error on stderr (130 when interrupted)."
     try: func(args)
     except _FAULTS as e: return _fail(e)
-    except KeyboardInterrupt:
-        print("earmem: interrupted", file=sys.stderr); return 130
+    except KeyboardInterrupt: print("earmem: interrupted", file=sys.stderr); return 130
     return 0
 
 # %% ../../nbs/cli/32_memory.ipynb #1226923c

@@ -25,8 +25,8 @@ _all_ = ["MemoryStore", "PROBE_TEXT", "probe_fingerprint", "fingerprint_problem"
          "file_above", "folder_gone"]  # `from earmem.memory.store.operations import *` gives them, as before the split
 
 # %% auto #0
-__all__ = ['SESSION_BETA', 'session_lift', 'MemoryStore', 'PROBE_TEXT', 'probe_fingerprint', 'fingerprint_problem',
-           'folder_writable', 'check_item_text', 'check_nonzero_rows', 'file_above', 'folder_gone']
+__all__ = ['MemoryStore', 'PROBE_TEXT', 'probe_fingerprint', 'fingerprint_problem', 'folder_writable', 'check_item_text',
+           'check_nonzero_rows', 'file_above', 'folder_gone']
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #1adffbfb
 @patch
@@ -376,22 +376,8 @@ def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray
     return Candidates(Query(f"search:{text[:40]}", text), q, mems, np.array(ix.E[rows], np.float32), np.asarray(scores, np.float32),
                       base, 1.0)
 
-# %% ../../../nbs/memory/store/23_operations.ipynb #71a80a9b
-from ...core import neighbour_smooth
-SESSION_BETA = 0.3  # β: how much a candidate's best same-session neighbour lifts it (neighbour_smooth of chapter 00)
-
-def session_lift(scores, rows, sessions, beta: float = SESSION_BETA) -> np.ndarray:
-    "What `neighbour_smooth` adds to each candidate over its neighbours (adjacent `rows`, same session); zeros when no candidate has one."
-    s, rows = np.asarray(scores, np.float64), np.asarray(rows, np.int64)
-    order = np.argsort(rows, kind="stable")
-    r, g = rows[order], [sessions[i] for i in order]
-    starts = [i == 0 or g[i] is None or g[i] != g[i - 1] or r[i] != r[i - 1] + 1 for i in range(len(r))]
-    if beta == 0 or all(starts): return np.zeros(len(s))
-    lift = np.empty(len(s)); lift[order] = neighbour_smooth(s[order], np.cumsum(starts), beta) - s[order]
-    return lift
-
 # %% ../../../nbs/memory/store/23_operations.ipynb #029248bf
-from .ranking import SESSION_POOL, best_of_pool, mark_conflicts, newer_first, row_sessions, same_fact_lift
+from .ranking import SESSION_POOL, session_lift, best_of_pool, mark_conflicts, newer_first, row_sessions, same_fact_lift
 
 @patch
 def _pool(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:

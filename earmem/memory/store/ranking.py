@@ -11,7 +11,8 @@ from ..index.mirror import _balanced
 from ..rules.hygiene import entities_overlap
 
 # %% auto #0
-__all__ = ['SESSION_POOL', 'row_sessions', 'best_of_pool', 'same_fact_lift', 'mark_conflicts', 'newer_first']
+__all__ = ['SESSION_POOL', 'SESSION_BETA', 'row_sessions', 'best_of_pool', 'same_fact_lift', 'session_lift', 'mark_conflicts',
+           'newer_first']
 
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #a2e1c0d7
 SESSION_POOL = 3  # a store whose candidates carry sessions ranks SESSION_POOL·K of them (frozen score + session lift), keeps K
@@ -41,6 +42,20 @@ def same_fact_lift(E, bonus, similarity: float) -> np.ndarray:
     same = (E @ E.T) >= similarity
     np.fill_diagonal(same, True)
     return bonus - np.where(same, bonus[None, :], np.inf).min(axis=1)
+
+# %% ../../../nbs/memory/store/22a_ranking.ipynb #71a80a9b
+from ...core import neighbour_smooth
+SESSION_BETA = 0.3  # β: how much a candidate's best same-session neighbour lifts it (neighbour_smooth of chapter 00)
+
+def session_lift(scores, rows, sessions, beta: float = SESSION_BETA) -> np.ndarray:
+    "What `neighbour_smooth` adds to each candidate over its neighbours (adjacent `rows`, same session); zeros when no candidate has one."
+    s, rows = np.asarray(scores, np.float64), np.asarray(rows, np.int64)
+    order = np.argsort(rows, kind="stable")
+    r, g = rows[order], [sessions[i] for i in order]
+    starts = [i == 0 or g[i] is None or g[i] != g[i - 1] or r[i] != r[i - 1] + 1 for i in range(len(r))]
+    if beta == 0 or all(starts): return np.zeros(len(s))
+    lift = np.empty(len(s)); lift[order] = neighbour_smooth(s[order], np.cumsum(starts), beta) - s[order]
+    return lift
 
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #0abf2079
 def _door_unsure(ha, hb) -> bool:

@@ -51,9 +51,24 @@ def _request(client, op, naming, scope):
     if body is None:
         return client.request(method, path, params=params, headers=headers)
     payload = {**body, **({} if b is None else {"user_id": b})}
+    if op == "add": payload["text"] = f"note {next(_NOTES)} of the matrix"   # a new text each time: no merge hides whom it went to
     return client.request(method, path, params=params, headers=headers, json=payload)
 
 CELLS = list(itertools.product(OPS, NAMINGS, SECRET))
+_NOTES = itertools.count()
+
+def _acting(op: str, naming: str) -> str:
+    "The user a successful request must have acted for: the one it names (query or body), else the default user."
+    q, b = NAMINGS[naming]
+    named = [u for u in ((q,) if OPS[op][2] is None else (q, b)) if u is not None]
+    return named[0] if named else "default"
+
+def _acted_for(op: str, r, changed: set) -> set:
+    "The users whose memories a successful answer shows (search, list) or changed (add, clear)."
+    owners = {"ana", "bo", "default"}   # each user's own memory says "<user> drinks coffee"
+    if op == "search": return {h["text"].split()[0] for h in r.json()["hits"]} & owners
+    if op == "list": return {m["text"].split()[0] for m in r.json()["memories"]} & owners
+    return changed
 
 def test_the_identity_matrix_over_http(pool):
     app = protect(create_app(pool), pool, keys=KEYS, environ={})
@@ -68,6 +83,8 @@ def test_the_identity_matrix_over_http(pool):
             changed = {u for u in after if after[u] != before[u]}
             if r.status_code >= 400 and changed: wrong.append((op, naming, scope, "changed on refusal", changed))
             if scope != "all" and changed - {scope}: wrong.append((op, naming, scope, "changed another user", changed))
+            if r.status_code < 300 and _acted_for(op, r, changed) != {_acting(op, naming)}:   # the user the key was checked against
+                wrong.append((op, naming, scope, "acted for", _acted_for(op, r, changed), "not", _acting(op, naming)))
             if op == "clear" and r.status_code == 200:   # put the user's memory back for the next cell
                 u = NAMINGS[naming][0]; pool.store(u).add(f"{u} drinks coffee", "fact")
     assert seen == len(OPS) * len(NAMINGS) * len(SECRET) == 120
@@ -95,6 +112,8 @@ def test_the_guard_reads_the_user_the_mcp_tool_call_uses(pool, scope):
             got = c.post("/mcp", json=_rpc("search", args), headers=h).status_code
             want = 422 if user == "" else 200 if scope == "all" or (user or "default") == scope else 403
             assert got == want, (scope, user, got)
+        for q in ("user_id=ana", "user_id=bo", "user_id="):   # the MCP door reads only the tool call: a user in the URL is refused
+            assert c.post(f"/mcp?{q}", json=_rpc("search", {"query": "x"}), headers=h).status_code == 422
         batch = [_rpc("search", {"query": "x", "user_id": "ana"}), _rpc("clear", {"user_id": "bo"}, 2)]
         assert c.post("/mcp", json=batch, headers=h).status_code == 400   # two users in one request
         lists = c.post("/mcp", json=_rpc("users", {}), headers=h).status_code
@@ -129,3 +148,18 @@ def test_a_bounded_pool_serves_many_users_in_turn_within_its_descriptors(tmp_pat
         for i in (0, 137, 299):                                               # evicted or not, each user's memory is there
             assert [h["text"] for h in tools.run("search", {"query": "drinks tea", "user_id": f"u{i}"})["hits"]][:1] == [f"user {i} drinks tea"]
         assert set(pool.namespaces()) == {"default", *(f"u{i}" for i in range(300))}   # the folder's root store is 'default'
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("op,where", [(op, w) for op in OPS for w in ("query", "body") if w == "query" or OPS[op][2] is not None])
+def test_a_nul_in_the_user_is_a_named_422_on_every_backend(tmp_path, request, backend, op, where):
+    "Issue 37 (faults answer at once): a NUL or other control character in a user name is refused by name before any backend sees it, PostgreSQL included."
+    root = request.getfixturevalue("pg_url") if backend == "postgres" else tmp_path / "m"
+    method, path, body, _ = OPS[op]
+    with StorePool(root, encoder=HashingEncoder(64)) as p:
+        client = TestClient(create_app(p))
+        for bad in ("a\x00b", "ana\x07", "bo\x1b[0m"):
+            params, payload = ({"user_id": bad}, body) if where == "query" else ({}, {**body, "user_id": bad})
+            r = client.request(method, path, params=params, json=payload) if payload is not None else client.request(method, path, params=params)
+            assert r.status_code == 422, (bad, r.status_code, r.text)
+            assert "user_id" in r.text

@@ -7,7 +7,7 @@ from __future__ import annotations
 import errno, hmac, ipaddress, json, logging, os, re, sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 from ..memory.backends.boundary import redact_url
 from ..memory.store.agent_view import check_user_id
 
@@ -281,7 +281,6 @@ AccessGuard._read_body = _read_body
 # %% ../../nbs/serve/27a_access.ipynb #1fd58a1d
 def request_users(scope, payload) -> list:
     "Every `user_id` a request names, as the doors read them: its query string's, its JSON body's, each MCP tool call's arguments'."
-    from urllib.parse import parse_qs
     named = list(parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True).get("user_id", []))
     for p in payload if isinstance(payload, list) else [payload]:
         if not isinstance(p, dict): continue
@@ -334,6 +333,8 @@ def _refuse_body(self, scope, body: bytes, key: Key | None) -> tuple | None:
         try: payload = json.loads(body)
         except (ValueError, RecursionError): payload = None  # the app answers malformed JSON itself
         if (p := limit_problem(payload, self.limits)): return 422, p
+    if _calls(payload) and "user_id" in parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True):   # MCP reads only the tool call's arguments
+        return 422, "user_id: an MCP request names its user in each tool call's arguments; leave it out of the query string"
     try: named = sorted({check_user_id(u) for u in request_users(scope, payload)})
     except ValueError as e: return 422, str(e)
     if len(named) > 1: return 400, f"user_id: the request names {len(named)} users ({', '.join(map(repr, named))}); a request acts for one"

@@ -74,6 +74,17 @@ def _query_doc(name: str, without=()) -> dict:
     return {"parameters": [{"name": k, "in": "query", "required": k in s["required"], "schema": v,
                             "description": v.get("description", "")} for k, v in s["properties"].items()]}
 
+def _body_args(params, body: dict, name: str) -> dict:
+    "A body route's arguments: its JSON body, and the `user_id` of the query string — the one the access guard checked, so the operation acts for that user; the query string names nothing else here."
+    if (extra := [k for k in params.keys() if k != "user_id"]):
+        raise ArgumentError(f"{extra[0]}: {name} takes its arguments in the JSON body; the query string may name only user_id")
+    if "user_id" not in params: return body
+    named = params.getlist("user_id") if hasattr(params, "getlist") else params["user_id"]
+    if len(named) > 1 or ("user_id" in body and body["user_id"] != named[0]):
+        raise ArgumentError("user_id: the query string and the body name different users; a request acts for one")
+    return {**body, "user_id": named[0]}
+
+
 # %% ../../nbs/serve/29_http.ipynb #3c8b201a
 _STATUS = ((ArgumentError, 422), (KeyError, 404), (PermissionError, 403), (ValueError, 400), (TypeError, 400))
 
@@ -104,10 +115,10 @@ def _error_handlers(app: FastAPI):
 # %% ../../nbs/serve/29_http.ipynb #9591d786
 def _memory_routes(app: FastAPI, t: MemoryTools | UserTools):
     @app.post("/memories", status_code=201, tags=["memories"], summary="Store a memory (near-duplicates merge)", openapi_extra=_body("add"))
-    def add_memory(body: dict = Body(...)) -> dict: return _run(lambda: t.run("add", body))
+    def add_memory(request: Request, body: dict = Body(...)) -> dict: return _run(lambda: t.run("add", _body_args(request.query_params, body, "add")))
     @app.post("/memories/messages", status_code=201, tags=["memories"], summary="Store a chat transcript: turns as episodes, stated facts as memories",
               openapi_extra=_body("add_messages"))
-    def add_messages(body: dict = Body(...)) -> dict: return _run(lambda: t.run("add_messages", body))
+    def add_messages(request: Request, body: dict = Body(...)) -> dict: return _run(lambda: t.run("add_messages", _body_args(request.query_params, body, "add_messages")))
     @app.get("/memories", tags=["memories"], summary="List stored memories (paginated: limit, offset, next_offset)", openapi_extra=_query_doc("list"))
     def list_memories(request: Request) -> dict: return _run(lambda: t.run("list", _query_args(request.query_params, "list")))
     @app.delete("/memories", tags=["memories"], summary="Erase every memory of one user (user_id required; audited)", openapi_extra=_query_doc("clear"))
@@ -115,23 +126,23 @@ def _memory_routes(app: FastAPI, t: MemoryTools | UserTools):
     @app.get("/memories/{id}", tags=["memories"], summary="Read one memory", openapi_extra=_query_doc("get", ["id"]))
     def get_memory(id: str, request: Request) -> dict: return _run(lambda: t.run("get", _with_path_id(_query_args(request.query_params, "get", ["id"]), id)))
     @app.put("/memories/{id}", tags=["memories"], summary="Edit a memory in place (audited)", openapi_extra=_body("update", ["id"]))
-    def update_memory(id: str, body: dict = Body(...)) -> dict: return _run(lambda: t.run("update", _with_path_id(body, id)))
+    def update_memory(id: str, request: Request, body: dict = Body(...)) -> dict: return _run(lambda: t.run("update", _with_path_id(_body_args(request.query_params, body, "update"), id)))
     @app.delete("/memories/{id}", tags=["memories"], summary="Erase a memory (an audit entry remains)", openapi_extra=_query_doc("delete", ["id"]))
     def delete_memory(id: str, request: Request) -> dict: return _run(lambda: t.run("delete", _with_path_id(_query_args(request.query_params, "delete", ["id"]), id)))
     @app.get("/memories/{id}/history", tags=["memories"], summary="The audit trail of a memory", openapi_extra=_query_doc("history", ["id"]))
     def memory_history(id: str, request: Request) -> dict: return _run(lambda: t.run("history", _with_path_id(_query_args(request.query_params, "history", ["id"]), id)))
     @app.post("/memories/{id}/retract", tags=["memories"], summary="Withdraw a memory, optionally with its correction",
               openapi_extra=_body("retract", ["id"]))
-    def retract_memory(id: str, body: dict = Body(...)) -> dict: return _run(lambda: t.run("retract", _with_path_id(body, id)))
+    def retract_memory(id: str, request: Request, body: dict = Body(...)) -> dict: return _run(lambda: t.run("retract", _with_path_id(_body_args(request.query_params, body, "retract"), id)))
 
 # %% ../../nbs/serve/29_http.ipynb #43d339a0
 def _retrieval_routes(app: FastAPI, t: MemoryTools | UserTools):
     @app.post("/search", tags=["retrieval"], summary="Search memory (hits with scores, ids and a search_id)", openapi_extra=_body("search"))
-    def search(body: dict = Body(...)) -> dict: return _run(lambda: t.run("search", body))
+    def search(request: Request, body: dict = Body(...)) -> dict: return _run(lambda: t.run("search", _body_args(request.query_params, body, "search")))
     @app.post("/feedback", tags=["retrieval"], summary="Cite the ids an answer used: retrieval learns from it", openapi_extra=_body("feedback"))
-    def feedback(body: dict = Body(...)) -> dict: return _run(lambda: t.run("feedback", body))
+    def feedback(request: Request, body: dict = Body(...)) -> dict: return _run(lambda: t.run("feedback", _body_args(request.query_params, body, "feedback")))
     @app.post("/inject", tags=["retrieval"], summary="A provenance-labelled memory block under a token budget", openapi_extra=_body("inject"))
-    def inject(body: dict = Body(...)) -> dict: return _run(lambda: t.run("inject", body))
+    def inject(request: Request, body: dict = Body(...)) -> dict: return _run(lambda: t.run("inject", _body_args(request.query_params, body, "inject")))
     @app.get("/stats", tags=["store"], summary="Counts by kind, store and status; feedback events; learner version", openapi_extra=_query_doc("stats"))
     def stats(request: Request) -> dict:  # the server's folder stays on the server
         return {k: v for k, v in _run(lambda: t.run("stats", _query_args(request.query_params, "stats"))).items() if k != "path"}

@@ -189,3 +189,50 @@ def test_saved_columns_are_rewritten(tmp_path, monkeypatch):
     assert raw_files_with(tmp_path / "s", word) == [] and (tmp_path / "s" / "columns.bin").exists()
     st.close()
     assert raw_files_with(tmp_path / "s", word) == []
+
+
+def probe_candidates(k: int = 20):
+    "K random unit memories and a query near the first: what two learners are compared on."
+    from earmem.core import Candidates, Memory, Query
+    g = np.random.default_rng(11)
+    M = g.standard_normal((k, DIM)).astype(np.float32); M /= np.linalg.norm(M, axis=1, keepdims=True)
+    q = M[0] + 0.3 * g.standard_normal(DIM).astype(np.float32); q /= np.linalg.norm(q)
+    return Candidates(Query("probe", "probe"), q, [Memory(f"p{i}", "", "semantic", "fact") for i in range(k)], M, (M @ q).astype(np.float32))
+
+
+def _forget_in_steps(st, secret, word):
+    "Delete `secret` with a budget of one row a call; the canary is gone at once, searches catch the learner up; returns the searches it took."
+    st.replay_budget = 0
+    st.delete(secret)
+    assert st._behind and not st.learner_trusted              # behind the log: search ranks frozen meanwhile
+    if st.url is None: assert raw_files_with(st.path, word) == []   # nothing erased waits for the catch-up
+    n = 0
+    while st._behind:
+        st.search(TOPICS[n % len(TOPICS)], k=4); n += 1
+        assert n <= len(st._backend.feedback_rows()) + 1, "a search must replay at least one row"
+    return n
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_rebuild_in_steps_equals_one_in_one_go(tmp_path, backend, request):
+    "Issue 37: a delete's rebuild is bounded by `replay_budget`; finished by later searches, it is the learner a rebuild in one go makes, live and reopened."
+    word, made = canary(), []
+    url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    for name, budget in (("steps", 0), ("once", None)):
+        where = url if url else tmp_path / name
+        kw = dict(namespace=f"u{name}{uuid.uuid4().hex[:6]}") if url else {}
+        st = MemoryStore(where, encoder=HashingEncoder(DIM), config=CFG, **kw)
+        secret, _ = fill(st, np.random.default_rng(7), "text", word, n_queries=8)
+        if budget == 0: assert _forget_in_steps(st, secret, word) >= 1
+        else: st.delete(secret); assert not st._behind
+        assert_rebuilt(st, secret, files=False)
+        made.append((st, where, kw))
+    ca = probe_candidates()
+    a, b = (m[0]._learner.scores(ca) for m in made)
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    for st, where, kw in made:
+        st.close()
+        again = MemoryStore(where, encoder=HashingEncoder(DIM), config=CFG, **kw)
+        assert not again._behind
+        np.testing.assert_allclose(again._learner.scores(ca), a, atol=1e-6)
+        again.close()

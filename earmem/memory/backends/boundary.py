@@ -101,8 +101,8 @@ class BackendLearning(Protocol):
     def log_feedback(self, at: float, query: str, slate: list, labels: list, learner: str,
                      candidates: dict | None = None, vectors: bytes | None = None) -> int:
         "Append one feedback event (inside `write`); returns its seq, larger than every earlier one."
-    def feedback_rows(self, after: int = 0) -> list:
-        "`ReplayRow`s of the feedback events after seq `after`, in order."
+    def feedback_rows(self, after: int = 0, limit: int | None = None) -> list:
+        "`ReplayRow`s of the feedback events after seq `after`, in order (the first `limit` of them; None: all)."
     def last_feedback(self) -> int:
         "The seq of the newest feedback event (0 when there is none)."
     def save_learner(self, learner, seq: int, force: bool = False) -> str:

@@ -382,10 +382,10 @@ def log_feedback(self: PostgresBackend, at: float, query: str, slate: list, labe
     return seq
 
 @patch
-def feedback_rows(self: PostgresBackend, after: int = 0) -> list:
-    "`ReplayRow`s (seq, query, labels, candidates dict or None, vectors or None) of the namespace's feedback events after `after`."
-    rows = self._q("SELECT seq, query, labels, candidates, vectors FROM {s}.feedback WHERE namespace=%s AND seq > %s ORDER BY seq",
-                   (self.namespace, after))
+def feedback_rows(self: PostgresBackend, after: int = 0, limit: int | None = None) -> list:
+    "`ReplayRow`s (seq, query, labels, candidates dict or None, vectors or None) of the namespace's feedback events after `after`, in order (the first `limit`; None: all)."
+    rows = self._q("SELECT seq, query, labels, candidates, vectors FROM {s}.feedback WHERE namespace=%s AND seq > %s ORDER BY seq LIMIT %s",
+                   (self.namespace, after, limit))
     return [ReplayRow(seq, q, json.loads(lab), json.loads(c) if c else None, None if v is None else bytes(v)) for seq, q, lab, c, v in rows]
 
 @patch

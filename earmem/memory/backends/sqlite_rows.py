@@ -394,10 +394,10 @@ def log_feedback(self: SQLiteBackend, at: float, query: str, slate: list, labels
     return int(cur.lastrowid)
 
 @patch
-def feedback_rows(self: SQLiteBackend, after: int = 0) -> list:
-    "`ReplayRow`s (seq, query, labels, candidates dict or None, vectors or None) of the feedback events after `after`, in order."
+def feedback_rows(self: SQLiteBackend, after: int = 0, limit: int | None = None) -> list:
+    "`ReplayRow`s (seq, query, labels, candidates dict or None, vectors or None) of the feedback events after `after`, in order (the first `limit`; None: all)."
     cols = "candidates, vectors" if self._replayable else "NULL, NULL"
-    rows = self.db.execute(f"SELECT seq, query, labels, {cols} FROM feedback WHERE seq > ? ORDER BY seq", (after,)).fetchall()
+    rows = self.db.execute(f"SELECT seq, query, labels, {cols} FROM feedback WHERE seq > ? ORDER BY seq LIMIT ?", (after, -1 if limit is None else int(limit))).fetchall()
     return [ReplayRow(seq, q, json.loads(lab), json.loads(c) if c else None, v) for seq, q, lab, c, v in rows]
 
 @patch

@@ -4,7 +4,7 @@
 
 # %% ../../../nbs/memory/store/22_learner.ipynb #36138991
 from __future__ import annotations
-import warnings
+import time, warnings
 from collections import deque
 from typing import Sequence
 import numpy as np
@@ -15,12 +15,15 @@ from ..backends.boundary import check_finite_learner, learner_seq
 from .agent_view import Hits
 
 # %% auto #0
-__all__ = ['NO_TORCH_LEARNER', 'GATE_WINDOW', 'GATE_MIN_PAIRS', 'Learning', 'pair_accuracy', 'skip_rolled_back']
+__all__ = ['NO_TORCH_LEARNER', 'GATE_WINDOW', 'GATE_MIN_PAIRS', 'REPLAY_CHUNK', 'Learning', 'pair_accuracy', 'skip_rolled_back']
 
 # %% ../../../nbs/memory/store/22_learner.ipynb #8000ecff
 class Learning:
     "Mixin: a store's EAR learner, its checkpoints and the feedback log (the host provides `_backend`, `_lock`, `config`, ...)."
     _learner, _learner_version, _learner_seq, learner_problem, _unsaved = None, "", 0, None, 0
+    replay_budget: float | None = 2.0  # seconds of logged feedback one call replays (None: all); the rest waits for the next call
+    _behind = False  # the learner has not caught up with the log yet: search stays frozen until it has
+    _rebuild_seen = None  # a rebuild after forgetting (`_relearn`) counts this row as seen once it has caught up
 
 NO_TORCH_LEARNER = ("the learner needs torch, which the light install leaves out; feedback is logged and learned once it is there: "
                     'pip install "earmem[research]"')
@@ -32,12 +35,12 @@ def _learner_installed() -> bool:
 
 @patch
 def _sync_learner(self: Learning):
-    "Bring the learner up to the feedback log: load a checkpoint at least as far along, then replay the rows after it (without torch: frozen, `NO_TORCH_LEARNER`)."
+    "Bring the learner up to the feedback log: load a checkpoint at least as far along, then replay the rows after it for at most `replay_budget` seconds (`_catch_up`); without torch: frozen, `NO_TORCH_LEARNER`."
     if not _learner_installed(): self.learner_problem = NO_TORCH_LEARNER; return   # the light install (issue 40): searches stay frozen
     ptr = self._backend.learner
     if ptr != self._learner_version and learner_seq(ptr) >= self._learner_seq: self._load_learner(ptr)
-    if self.learner_problem is None and self._backend.last_feedback() > self._learner_seq:
-        self._replay(self._backend.feedback_rows(self._learner_seq))
+    if self.learner_problem is None and self._backend.last_feedback() > self._learner_seq: self._catch_up()
+    else: self._behind = False
 
 
 # %% ../../../nbs/memory/store/22_learner.ipynb #109a9c09
@@ -73,8 +76,8 @@ def _judge_learner(self: Learning, cands: Candidates, positions, labels):
 
 @patch(as_prop=True)
 def learner_trusted(self: Learning) -> bool:
-    "Whether search uses the learner: over its gate window it ordered more pairs rightly than frozen retrieval on at least `config.learner_gate` pairs (0: always; a learner given by `set_learner` without a gate is trusted as given)."
-    if self._learner is None: return False
+    "Whether search uses the learner: over its gate window it ordered more pairs rightly than frozen retrieval on at least `config.learner_gate` pairs (0: always; a learner given by `set_learner` without a gate is trusted as given); never while it is behind the log (`_catch_up`)."
+    if self._learner is None or self._behind: return False   # still catching up with the log: frozen
     need = getattr(self.config, "learner_gate", GATE_MIN_PAIRS)
     if need == 0: return True
     g = getattr(self._learner, "gate", None)
@@ -156,21 +159,40 @@ def _logged_candidates(query: str, record: dict, vectors: bytes, dim: int) -> tu
 
 # %% ../../../nbs/memory/store/22_learner.ipynb #7a1b2c11
 @patch
-def _replay(self: Learning, rows: list) -> int:
-    "Learn the logged feedback `rows` in order, each as it was learned live (`_logged_step`: the share of its step a guard kept, 1 when the row says none); rows logged before the log kept vectors are skipped. Returns how many were learned."
+def _replay(self: Learning, rows: list, deadline: float | None = None, skip=()) -> int:
+    "Learn the logged feedback `rows` in order, each as it was learned live (`_logged_step`: the share of its step a guard kept, 1 when the row says none); rows logged before the log kept vectors, and rows in a [first, last] `skip` range (what a rollback took back), are passed over; stops after the first row that ends past `deadline` (`time.monotonic()`). Returns how many were learned."
     learned = 0
     for seq, query, labels, record, vectors in rows:
-        if record is not None and vectors is not None:
+        if record is not None and vectors is not None and not any(a <= seq <= b for a, b in skip or ()):
             self._logged_step = float(record.get("step", 1.0))
             try: self._learn(*_logged_candidates(query, record, vectors, self.dim), labels); learned += 1
             finally: self._logged_step = None
         self._learner_seq = seq
+        if deadline is not None and time.monotonic() > deadline: break
     return learned
 
 @patch
 def _drop_learner(self: Learning):
     "Forget the in-memory learner; the next catch-up reloads the checkpoint and replays the log."
     self._learner, self._learner_version, self._learner_seq = None, "\0", -1
+
+# %% ../../../nbs/memory/store/22_learner.ipynb #0bac59d3
+REPLAY_CHUNK = 256  # logged rows read at a time while catching up
+
+@patch
+def _catch_up(self: Learning) -> int:
+    "Replay the log after `_learner_seq` in order (passing over what a rollback took back), `REPLAY_CHUNK` rows at a time, for at most `replay_budget` seconds; `_behind` says whether rows remain. A rebuild (`_relearn`) that has caught up counts row `_rebuild_seen` as seen and is checkpointed. Returns how many rows were learned."
+    deadline = None if self.replay_budget is None else time.monotonic() + self.replay_budget
+    skip, learned = (getattr(self, "manifest", None) or {}).get("rolled_back"), 0
+    while rows := self._backend.feedback_rows(self._learner_seq, limit=REPLAY_CHUNK):
+        learned += self._replay(rows, deadline, skip)
+        if deadline is not None and time.monotonic() > deadline: break
+    self._behind = self._backend.last_feedback() > self._learner_seq
+    if not self._behind and self._rebuild_seen is not None:
+        self._learner_seq, self._rebuild_seen = max(self._learner_seq, self._rebuild_seen), None
+        if not self.readonly: self._learner_version, self._unsaved = self._backend.save_learner(_kept(self._learner), self._learner_seq, force=True), 0
+    return learned
+
 
 # %% ../../../nbs/memory/store/22_learner.ipynb #24a8c629
 @patch
@@ -192,14 +214,15 @@ def _check_hits(self: Learning, hits: Hits):
 
 @patch
 def _learn_and_log(self: Learning, hits: Hits, labels: list) -> dict:
-    "Inside the write transaction: check the hits (`_check_hits`), catch up with the log, learn this feedback (unless the learner is frozen), log it."
+    "Inside the write transaction: check the hits (`_check_hits`), catch up with the log, learn this feedback (unless the learner is frozen, or still behind the log: then `queued`), log it."
     self._check_hits(hits)
     self._sync_learner()
-    out = self._learn(hits.candidates, hits.positions, labels) if self.learner_problem is None else {}
+    live = self.learner_problem is None and not self._behind   # behind the log: logged now, learned in order by a later catch-up
+    out = self._learn(hits.candidates, hits.positions, labels) if live else {} if self.learner_problem else {"queued": True}
     record, vectors = _feedback_record(hits.candidates, hits.positions)
     if out.get("step", 1.0) < 1: record["step"] = float(out["step"])   # what a guard (chapter 23c) kept of this step: a replay does the same
     seq = self._backend.log_feedback(self.clock(), hits.query, hits.ids, labels, self._learner_version, record, vectors)
-    if self.learner_problem is None: self._learner_seq = seq
+    if live: self._learner_seq = seq
     return out
 
 # %% ../../../nbs/memory/store/22_learner.ipynb #16271c92
@@ -265,13 +288,12 @@ def _forget_feedback(self: Learning, ids) -> int | None:
 
 @patch
 def _relearn(self: Learning, seen: int) -> dict:
-    "After the commit of `_forget_feedback`: a fresh learner replays what remains of the log (not what a rollback took back), is checkpointed as having seen row `seen`, and every other checkpoint goes."
+    "After the commit of `_forget_feedback`: a fresh learner replays what remains of the log (not what a rollback took back) for at most `replay_budget` seconds (`_catch_up`: the rest on later calls, search frozen meanwhile), is checkpointed where it got to — as having seen row `seen` once it has caught up — and every other checkpoint goes."
     with self._lock:
-        rows = skip_rolled_back(self._backend.feedback_rows(0), (getattr(self, "manifest", None) or {}).get("rolled_back"))
-        self._learner, self._learner_seq, self.learner_problem = None, 0, None
-        learned = self._replay(rows)
-        if self._learner is None: self._learner = self._new_learner()
-        self._learner_seq = max(seen, self._learner_seq)
-        self._learner_version, self._unsaved = self._backend.save_learner(_kept(self._learner), self._learner_seq, force=True), 0
+        self._learner, self._learner_seq, self.learner_problem, self._rebuild_seen = self._new_learner(), 0, None, seen
+        learned = self._catch_up()
+        if self._rebuild_seen is not None:  # behind: checkpoint where it got to (a reopened store goes on from there)
+            self._learner_version, self._unsaved = self._backend.save_learner(_kept(self._learner), self._learner_seq, force=True), 0
         dropped = self._backend.drop_checkpoints()
-    return {"replayed": learned, "learner": self._learner_version, "dropped": dropped}
+    return {"replayed": learned, "learner": self._learner_version, "dropped": dropped,
+            "behind": self._backend.last_feedback() - self._learner_seq if self._behind else 0}

@@ -353,10 +353,12 @@ def _check_hits(self: MemoryStore, hits: Hits):
 # %% ../../../nbs/memory/store/23_operations.ipynb #3b0e002a
 @patch
 def _query_vector(self: MemoryStore, query) -> tuple:
-    "(text, unit query embedding) of a query string or a precomputed embedding; a text is encoded once the store has caught up (so by the encoder of the vectors it will meet, should another process have switched it: chapter 23d)."
+    "(text, unit query embedding) of a query string or a precomputed embedding; a text is encoded once the store has caught up (so by the encoder of the vectors it will meet, should another process have switched it: chapter 23d); a learner still behind its log replays another `replay_budget` of it first."
     if isinstance(query, str):
         if self._backend is not None and self._backend.db is not None:
-            with self._lock: self._maybe_refresh()
+            with self._lock:
+                self._maybe_refresh()
+                if self._behind: self._sync_learner()   # a learner behind its log (chapter 22) goes on catching up, a budget a search
         if not query.strip(): raise ValueError("query: is empty; expected a question or task description")
         check_item_text({"text": query}, "", "query")
         return query, check_nonzero_rows(self._encode([query], "query"), "encoder")[0]

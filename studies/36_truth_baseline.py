@@ -46,7 +46,7 @@ CHATS = ROOT / "nbs/memory/store/data/truth_chats.json"
 
 def _corpus(path: Path, split: str) -> Path:
     "The 'fresh' split lives in its own file (truth_*_fresh.json: a second held-out set, written after the first was used)."
-    return path.with_name(path.stem + "_fresh.json") if split == "fresh" else path
+    return path.with_name(f"{path.stem}_{split}.json") if split in ("fresh", "fresh2") else path
 CLAIM_KINDS = ["fact", "decision", "preference", "correction"]
 
 
@@ -399,8 +399,9 @@ def print_concurrency(res: dict, partial: bool = False):
 # ------------------------------------------------------------------ main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--split", choices=("tune", "heldout", "fresh"), default="tune",
-                    help="which half of the corpora (default: tune); 'fresh': the second held-out set (truth_*_fresh.json)")
+    ap.add_argument("--split", choices=("tune", "heldout", "fresh", "fresh2"), default="tune",
+                    help="which half of the corpora (default: tune); 'fresh': the second held-out set (truth_*_fresh.json), a dev set once "
+                         "scored; 'fresh2': the third, written after it (truth_*_fresh2.json)")
     ap.add_argument("--judge", choices=("claims", "rules"), default="claims",
                     help="the judge column: judge_claims (18a, the store's default door judge) or judge_change (18's slot rules, the baseline's)")
     ap.add_argument("--hashing", action="store_true", help="pairs and chats with HashingEncoder(64) instead of the bundled MiniLM")

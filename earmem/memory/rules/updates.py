@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 import numpy as np
 from ...core import check_choice
-from .hygiene import check_entities, compared_kinds, entities_overlap, merge_confidence
+from .hygiene import check_entities, compared_kinds, entities_overlap, is_chatter, merge_confidence
 
 # %% auto #0
 __all__ = ['ACTIONS', 'VALUE_SLOTS', 'JUDGED_NEIGHBOURS', 'Decision', 'Judge', 'clean_text', 'topic_words', 'slots',
            'slot_changes', 'judge_change', 'supersedes_at_door', 'merges_at_door', 'judge_scores', 'door_action',
-           'door_scores', 'table_report', 'main', 'merge_duplicate', 'plan_dedupe']
+           'door_scores', 'table_report', 'main', 'merge_duplicate', 'plan_dedupe', 'infer_kind', 'default_kind']
 
 # %% ../../../nbs/memory/rules/18_updates.ipynb #29617750
 ACTIONS = ("restatement", "update", "distinct", "unsure")  # unsure: keep both, marked as conflicting (chapter 18a)
@@ -482,6 +482,36 @@ def plan_dedupe(items: list, V: np.ndarray, old: list, new: list, stored: Callab
         merge_duplicate(target, item, sim)
         plan.append((where, ref, sim, decision))
     return fresh, merges, plan, batch_ids
+
+# %% ../../../nbs/memory/rules/18_updates.ipynb #7d5023bf
+_CORRECTION = re.compile(r"\b(?:actually|correction|i meant|scratch that|to correct|sorry,?\s(?:it's|it is))\b|\bnot\s[^,.;]+,?\s(?:but|it's)\b|"
+                         r"(?<![\w'])(?!(?:am|is|are|was|were|be|been|do|does|did|have|has|had|will|would|can|could|should|must|may|might|"
+                         r"shall|need|i'm|it's|that's|he's|she's|we're|they're|you're)\b)[\w:.$€£]+,?\snot\s[\w:.$€£]+", re.I)   # '3pm, not 4pm'; not 'I am not sure'
+_DECISION = re.compile(r"\b(?:we|i)\s(?:have\s|'ve\s)?(?:decided|chose|picked|went with|agreed|settled on)\b|\blet's\b|"
+                       r"\b(?:we|i)(?:'ll|\swill)\s(?:go with|use|take)\b", re.I)
+_PREFERENCE = re.compile(r"\b(?:i|we)\s(?:really\s|also\s)?(?:like|love|prefer|enjoy|hate|dislike|can't stand|don't like|adore)\b|"
+                         r"\bfavou?rite\b|\bprefers?\b|\ballergic\b", re.I)
+_STATEMENT = re.compile(r"\b(?:my\s\w+(?:\s\w+)?\s(?:is|are|was)|i\s(?:am|'m|live|work|have|own|study|moved)|"
+                        r"(?:is|are)\s(?:at|on|in|due|scheduled|booked)|moved\sto|starts?\sat)\b", re.I)
+_DOES = re.compile(r"\b(?:i|we)\s(?:(?:just|now|also|still|recently|finally|already|no longer|never|usually|always|don't|do not|didn't)\s)*"
+                   r"(?:live|work|drink|eat|own|have|study|moved|started|joined|quit|left|switched|got|take|use|drive|run|play|teach|speak|"
+                   r"sold|bought|adopted|gave|stopped|changed|transferred|relocated|report|lead|manage|rent|smoke|cancell?ed)\b|"
+                   r"\bi(?:'m|\sam)\s(?:a|an|now|no longer|not|currently|based|married|single|vegetarian|vegan|retired|unemployed)\b", re.I)
+_SOMEONE_DOES = re.compile(r"\b[A-Z][a-z]+\s(?:(?:just|now|also|still|recently|finally|no longer)\s)?(?:lives|works|moved|drinks|eats|owns|has|"
+                           r"studies|started|joined|quit|left|switched|teaches|speaks|drives|leads|manages|reports|rents)\b")  # "Ana lives in Paris"
+
+def infer_kind(text: str) -> str | None:
+    "'correction', 'decision', 'preference' or 'fact' for a claim; None for a question, chatter or a sentence stating nothing specific."
+    t = text.strip()
+    if not t or t.endswith("?") or is_chatter(t): return None
+    for kind, rx in (("correction", _CORRECTION), ("decision", _DECISION), ("preference", _PREFERENCE)):
+        if rx.search(t): return kind
+    specific = set(slots(t)) - {"negation", "name"}
+    return "fact" if specific or _STATEMENT.search(t) or _DOES.search(t) or _SOMEONE_DOES.search(t) else None
+
+def default_kind(text: str) -> str:
+    "The kind `add` gives a memory stored without one: `infer_kind`'s answer, else 'observation'."
+    return infer_kind(text) or "observation"
 
 # %% ../../../nbs/memory/rules/18_updates.ipynb #ac669dd0
 #| eval: false

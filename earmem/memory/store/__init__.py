@@ -13,7 +13,7 @@ from .agent_view import (AddResult, Hit, Hits, Injection, MemoryRecord, MemoryTo
                                             inject, tool_specs, tools_for)
 from .learner import Learning
 from .opening import MemoryStore
-from ..rules.claims import infer_kind
+from ..rules.updates import infer_kind
 from .operations import PROBE_TEXT
 from .chat import ChatResult, Extractor, LLMExtractor, RuleExtractor
 from .trust import Guard, server_guard

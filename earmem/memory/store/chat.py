@@ -18,7 +18,7 @@ from ..rules.updates import _fresh, _slots, slots
 from ..rules.claims import judge_claims
 from ..rules.hygiene import normalise_item
 from .agent_view import AddResult
-from ..rules.claims import infer_kind
+from ..rules.updates import infer_kind
 from .operations import MemoryStore, _add_result, _with_meta
 
 # %% auto #0

@@ -14,7 +14,7 @@ import earmem.memory.store.agent_view as agent
 from ...core import Candidates, Memory, Query, atomic_write, check_matrix, check_number, check_positive_int, unit_rows
 from ..rules.hygiene import DAY, KINDS, KIND_NAMES, STORES, compared_kinds, iso, normalise_item, recency_decay, token_counter
 from ..rules.updates import plan_dedupe
-from ..rules.claims import default_kind, infer_kind   # what kind a sentence states (chapter 18a)
+from ..rules.updates import default_kind, infer_kind   # what kind a sentence states (chapter 18)
 from ..index.mirror import SearchFilter, item_row, one_blas_thread
 from ..index.graph import round_f16
 from .learner import Learning

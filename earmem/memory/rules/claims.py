@@ -5,7 +5,7 @@
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #5d9da79c
 from __future__ import annotations
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from .hygiene import is_chatter
 from .updates import Decision, _extract, clean_text, judge_change, slots, topic_words
 
@@ -17,9 +17,10 @@ _I = re.IGNORECASE
 _CONTRACTIONS = [(r"\bcan't\b", "cannot"), (r"\bwon't\b", "will not"), (r"\b(\w+)n't\b", r"\1 not"), (r"\bI'm\b", "I am"),
                  (r"\bI've\b", "I have"), (r"\bI'd\b", "I would"), (r"\bI'll\b", "I will"), (r"\bit's\b", "it is"),
                  (r"\bthat's\b", "that is"), (r"\bwe're\b", "we are"), (r"\bwe'll\b", "we will"), (r"\bthey're\b", "they are"),
-                 (r"\bthere's\b", "there is"), (r"\b(he|she)'s\b", r"\1 is")]
+                 (r"\bthere's\b", "there is"), (r"\b(he|she)'s\b", r"\1 is"),
+                 (r"\b(we|they|you)'ve\b", r"\1 have"), (r"\b(we|they)'d\b", r"\1 would")]
 _OPENERS = re.compile(r"^(?:(?:oh|ok|okay|so|btw|by the way|also|and|well|hey|um|fyi|actually|sorry|oops|no|correction|"
-                      r"update|scratch that|to correct an earlier note|just to correct|small correction|my mistake|my bad)\b[,!.:;]?\s*)+", _I)
+                      r"update|scratch that|to correct an earlier note|just to correct|small correction|my mistake|my bad|to clarify|clarification|(?:small |quick )?fix|typo|wait|hmm|ah|right|heads up|good news|bad news|turns out|please note|note|decision|noticed(?: that)?|observed(?: that)?|i noticed(?: that)?|i was wrong(?: before| earlier)?|i got that wrong|got (?:that|it|the \w+) wrong(?: earlier| before)?)\b\s*[,!.:;\u2014\u2013-]?\s*)+", _I)
 _MEANT = re.compile(r"^I meant\s(?P<v>[^:;,.]+)[:;,.]\s*", _I)
 _NOT_OLD = re.compile(r"(?:,\s*|\s(?:and|but)\s)not\s(?:at\s|on\s|in\s|the\s)?(?P<old>[\w:.$€£' -]{1,40}?)\s*[.!]?$", _I)
 _SOON = re.compile(r"\b(?:these days|from now on|nowadays|now|anymore|any more|any longer|again|instead|for good|as of today|"
@@ -58,7 +59,8 @@ _VERBS = _forms(
     "will", "would", "can", "could", "should", "must", "may", "might", "shall", "cannot", "want", "wish", "hope", "intend", "try|tried",
     "host", "celebrate", "attend", "come|came", "arrive", "depart", "land", "end", "finish", "begin|began|begun", "resume", "launch",
     "ship", "release", "deliver", "send|sent", "receive", "note", "remind", "bring|brought", "hand", "pick", "drop", "make|made",
-    "say|said", "tell|told", "think|thought", "know|knew|known", "feel|felt", "seem", "look", "sound", "remain", "stay", "due")
+    "say|said", "tell|told", "think|thought", "know|knew|known", "feel|felt", "seem", "look", "sound", "remain", "stay", "due",
+    "shift", "cut|cut|cut", "slide|slid", "bump|bumped", "swap|swapped", "skip|skipped", "scrap|scrapped", "graduate", "upgrade")
 _AUX = {"be", "have", "do", "will", "would", "can", "could", "should", "must", "may", "might", "shall", "cannot", "get", "start", "stop",
         "want", "plan", "decide", "agree", "try", "hope", "intend", "wish", "need", "keep", "go", "become"}
 
@@ -130,6 +132,18 @@ _TOK = re.compile(r"[$€£]?\d[\d,.:]*(?:am|pm|st|nd|rd|th|k|%)?|[A-Za-z][A-Za-
 
 def _tokens(t: str) -> list: return _TOK.findall(t)
 
+# %% ../../../nbs/memory/rules/18a_claims.ipynb #fd48efd0
+def _finite(w: str) -> bool:
+    "Whether `w` is a verb in a tense ('went', 'postponed', 'is', 'slid'): the word before it, opening a sentence, is its subject."
+    lw = w.casefold(); lem = _lemma(lw)
+    return lem is not None and lw != lem and not lw.endswith("ing")
+
+def _stem(w: str) -> str:
+    "A past form's guessed lemma, for a verb the list does not know: 'climbed' → 'climb', 'scored' → 'scor', 'tidied' → 'tidy'."
+    lw = w.casefold()
+    return lw[:-3] + "y" if lw.endswith("ied") else lw[:-2] if lw.endswith("ed") else lw
+
+
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #aeca0017
 def _first_verb(toks: list) -> int | None:
     "Index of the main verb: the first token that is a verb form and not inside the subject noun phrase."
@@ -137,7 +151,10 @@ def _first_verb(toks: list) -> int | None:
         lw = w.casefold()
         if lw in ("not", "no", "never"): continue
         lem = _lemma(lw)
-        if lem is None: continue
+        if lem is None:   # a verb the list does not know, in the past after its subject: "Ben's credit score climbed to 710"
+            if i and re.fullmatch(r"[a-z]{3,}ed", lw) and toks[i - 1].isalpha() and toks[i - 1].casefold() not in _DET | _PREPS: return i
+            continue
+        if i == 0 and i + 1 < len(toks) and _finite(toks[1]): continue   # "Rent went up …", "Launch postponed …": a noun, then its verb
         if i == 0 and w[:1].isupper() and lem not in ("be", "have") and lw not in ("call", "email", "ask", "meet", "buy", "book"):
             # a sentence that opens with a verb is an instruction ("Call Bruno …"); a capitalised noun-like verb ("Order 7452") is no verb
             if i + 1 < len(toks) and re.match(r"#?\d", toks[i + 1]): continue
@@ -173,7 +190,7 @@ _ROLE_NOUNS = {"mentor", "manager", "lead", "boss", "partner", "wife", "husband"
                "friend", "dentist", "doctor", "therapist", "landlord", "coach", "teacher", "tutor", "assistant", "name", "address",
                "email", "phone", "number", "favourite", "favorite", "owner", "captain", "sponsor", "contact", "lawyer", "accountant",
                "flatmate", "roommate", "housemate", "spouse", "gp", "physio", "physiotherapist", "trainer", "vet", "hairdresser",
-               "barber", "babysitter", "nanny", "supervisor", "advisor", "adviser"}
+               "barber", "babysitter", "nanny", "supervisor", "advisor", "adviser", "surname", "nickname", "username", "password", "handle"}
 _CLASSES = {  # main verb lemma → relation class; a class is one attribute of its subject
     "live": "residence", "base": "residence", "reside": "residence", "relocate": "residence",
     "work": "work", "employ": "work", "hire": "work", "transfer": "work", "volunteer": "volunteer",
@@ -185,7 +202,8 @@ _CLASSES = {  # main verb lemma → relation class; a class is one attribute of 
 }
 _SINGLE = {"residence", "work", "partner", "manager", "location"}  # one value at a time: another value replaces the old one
 _CHANGE_VERBS = {"move", "relocate", "transfer", "switch", "change", "reschedule", "rebook", "push", "delay", "postpone", "extend",
-                 "upgrade", "promote", "grow", "turn", "rise", "raise", "increase", "decrease", "lower", "bump", "replace"}
+                 "upgrade", "promote", "grow", "turn", "rise", "raise", "increase", "decrease", "lower", "bump", "replace",
+                 "shift", "slide", "swap", "cut"}
 _VALUE_SLOTS = ("date", "time", "weekday", "relative", "money", "percent", "quantity", "version", "frequency", "url", "email",
                 "phone", "identifier", "quoted", "code")
 
@@ -217,7 +235,14 @@ def _main_verb(toks: list) -> int | None:
     return v
 
 
-_SKIP = {"not", "no", "never", "to", "longer", "been", "being", "really", "just", "also", "usually", "always", "still", "already", "finally"}
+def _diary_verb(w: str) -> bool:
+    "Whether a sentence's first verb `w` is a past or -ing form ('Sold', 'Switched', 'Getting'): a statement about the speaker, not an instruction ('Sell', 'Switch')."
+    lw = w.casefold(); lem = _lemma(lw)
+    return lem is not None and lem not in ("be", "have", "do") and lw != lem and lw not in (lem + "s", lem + "es")
+
+
+_SKIP = {"not", "no", "never", "to", "longer", "been", "being", "really", "just", "also", "usually", "always", "still", "already", "finally",
+         "permanently", "officially", "temporarily", "recently", "eventually", "suddenly", "apparently", "unfortunately", "fully", "completely"}
 _MODALS = {"have", "will", "would", "can", "could", "should", "may", "might", "must"}
 
 def _verb_chain(verb: str, rest: list) -> tuple:
@@ -228,6 +253,8 @@ def _verb_chain(verb: str, rest: list) -> tuple:
         if lw in _SKIP: rest = rest[1:]; continue
         if chain and (lem is not None and chain[-1] in _AUX and lem != "be" or lem == "be" and chain[-1] in _MODALS):
             chain.append(lem); rest = rest[1:]; continue
+        if chain and chain[-1] == "get" and lem is None and re.fullmatch(r"[a-z]{3,}ed", lw):   # 'got shifted' (not 'is unemployed')
+            chain.append(lw[:-3] + "y" if lw.endswith("ied") else lw[:-2]); rest = rest[1:]; continue
         break
     return chain, rest
 
@@ -237,10 +264,10 @@ def _moved_subject(subj: str, main: str, obj: str) -> tuple:
     if subj == "there" and main == "be":
         m = re.search(r"\b(?:on|in|at)\s(?:the\s|my\s|our\s)?(\w+(?:\s\w+)?)$", obj)
         if m: return _subject_key(_tokens(m.group(1))), "have", obj[:m.start()].strip()
-    if subj not in ("?", "there", "you") and main in _MOVES_OBJECT and obj:
+    if subj not in ("?", "there") and main in _MOVES_OBJECT and obj:   # 'you': an instruction, "Set the cache TTL to 300 seconds"
         m = re.match(r"(?:the|my|our|a|her|his|their)\s([a-z' ]+?)(?=\s(?:for|to|on|at|in|from|until|till|by)\b|$)", obj)
         if m:
-            owner = "" if subj == "user" else subj + " "
+            owner = "" if subj in ("user", "you") else subj + " "
             return (owner + _subject_key(_tokens(m.group(0)))).strip(), ("be" if main in ("hold", "schedule", "book", "set") else main), obj[m.end():].strip()
     return subj, main, obj
 
@@ -271,7 +298,8 @@ def claim_frame(text: str) -> Claim:
     negs = int(next(iter(slots.pop("negation"))))
     toks = _tokens(t)
     v = _main_verb(toks)
-    subj, verb, rest = ((_subject_key(toks), "", []) if v is None else ((_subject_key(toks[:v]) if v else "you"), _lemma(toks[v]), toks[v + 1:]))
+    subj, verb, rest = ((_subject_key(toks), "", []) if v is None else ((_subject_key(toks[:v]) if v else "you"), _lemma(toks[v]) or _stem(toks[v]), toks[v + 1:]))
+    if v is not None and subj in ("you", "?") and _diary_verb(toks[v]): subj = "user"   # "Sold my car …", "Finally bought …": the speaker's
     chain, rest = _verb_chain(verb, rest)
     main = next((c for c in reversed(chain) if c not in _AUX), chain[-1] if chain else "")
     prep = rest[0].casefold() if rest and rest[0].casefold() in ("in", "to", "at", "for", "on", "by", "from", "with", "of", "into", "about", "as", "up") else ""
@@ -312,7 +340,7 @@ def _split_and(c: Claim) -> Claim:
         c.subject, c.verb = c.subject.rsplit(" home", 1)[0], "live"
     return _partner_reading(_role_reading(_value_change(c)))
 
-_RELOCATES = re.compile(r"\b(?:moved|moves|moving|relocated|relocates|relocating)\s+(?:back\s+|away\s+)?(?:to|into)\s+(?:(?:a|an|the|my|our|his|her|their)\s+(?:new\s+)?(?:flat|house|apartment|place|home)\s+(?:in|on|at)\s+)?(?P<place>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\s*(?:[.,!;]|$|\s+(?:in|last|this|two|three|a|an|on|for|after|with|now)\b)")  # someone moving to a named place
+_RELOCATES = re.compile(r"\b(?:move|moved|moves|moving|relocate|relocated|relocates|relocating)\s+(?:back\s+|away\s+)?(?:to|into)\s+(?:(?:a|an|the|my|our|his|her|their)\s+(?:new\s+)?(?:flat|house|apartment|place|home)\s+(?:in|on|at)\s+)?(?P<place>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\s*(?:[.,!;]|$|\s+(?:in|last|this|next|two|three|a|an|on|for|after|with|now|soon|by|from|at|when|because|since|as|and|but)\b)")  # someone moving to a named place
 DESCRIBED = 3  # object words of its own beyond which a claim describes something else, not another value (LoCoMo's observations)
 
 def _cls(c: Claim) -> str:
@@ -322,8 +350,9 @@ def _cls(c: Claim) -> str:
         return "residence"  # "moved to Rome" (not "moved to Monday")
     if c.subject.split()[-1:] and c.subject.split()[-1] in _ROLE_NOUNS or {"favourite", "favorite"} & set(c.subject.split()): return "role"
     if c.verb == "be" and len(c.subject.split()) > 1 and re.search(r"\b(?:is|are|was)\s(?:now\s)?an?\s[A-Z]", c.text): return "role"  # 'my laptop is a ThinkPad' 
-    if c.verb in ("be", "") and set(c.slots) & set(_VALUE_SLOTS): return "value"  # "the rent is $1200": the subject's one value
-    if c.verb in ("start", "find", "get", "be") and "job" in c.obj_words: return "work"   # "I just started a new job at X" (start reads as be)
+    if c.verb in ("start", "find", "get", "be") and "job" in c.obj_words: return "work"   # "I just started a new job at X (this week)" (start reads as be)
+    if (c.verb in ("be", "") or c.verb in _CHANGE_VERBS | {"shift", "cut", "slide"}) and set(c.slots) & set(_VALUE_SLOTS):
+        return "value"  # "the rent is $1200", "standup got shifted to 9:45": the subject's one value
     if c.verb == "be" and c.obj_words & {"unemployed", "jobless", "retired"}: return "work"
     if c.verb == "leave" and c.obj_words: return "work"
     if c.verb == "join" and re.search(r"\bjoin(?:s|ed|ing)?\s[A-Z]", c.text): return "work"   # 'decided to join Pied Piper' (not 'joined the gym')
@@ -499,7 +528,8 @@ def _one_subject(a: Claim, b: Claim) -> tuple:
     if b.terminate and not a.terminate:
         if not b.obj_words - _FILLER or shared or (cb == ca) or (ca in _SINGLE and cb in ("work", "leave", "?")):
             return "update", f"{b.verb or 'ended'}: the old claim no longer holds"
-    if sa and sb and sa != sb: return "update", f"state {', '.join(sorted(sa))} → {', '.join(sorted(sb))}"
+    if sa and sb and sa != sb and not (a.slots.get("quantity") and b.slots.get("quantity")):   # 'closed 14 tickets' / 'opened 9': counts of two acts
+        return "update", f"state {', '.join(sorted(sa))} → {', '.join(sorted(sb))}"
     if ca != cb:
         if not diff and not (only_a or only_b): return "restatement", "same subject and values, other words"
         return "distinct", f"another attribute ({ca} / {cb})"
@@ -530,9 +560,12 @@ def _subjects_may_match(a: str, b: str) -> bool:
     return bool(wa and wb) and wa[-1] == wb[-1] and (set(wa) < set(wb) or set(wb) < set(wa))
 
 
+_CORRECTS = re.compile(r"\b(?:sorry|oops|typo|mistyped|misread|misspoke|i meant|my mistake|my bad|wrong|correction|actually|to clarify)\b", _I)
+
 def frame_judge(old: str, new: str) -> tuple:
     "(action, reason) on two claims' frames: 'update' only for one subject, one attribute, another value; 'unsure' where the subject may be one."
     a, b = _align(_split_and(claim_frame(old)), _split_and(claim_frame(new)))
+    if b.subject == "?" and a.subject != "?" and not (b.negated or b.correction) and _CORRECTS.search(new): b = replace(b, subject=a.subject)   # "Sorry, typo: it ends in 4417"
     fixed = _correction_verdict(a, b, new) or (_bare(a.subject) == _bare(b.subject) and a.subject != "?" and _said_change(a, b))
     if fixed: return fixed
     if "?" in (a.subject, b.subject):
@@ -550,7 +583,9 @@ _CLAUSE = re.compile(r"(?:,|;)\s+(?=(?:(?:and|so|but)\s+)?(?:now\s+)?(?:i|we|he|
 def new_clauses(text: str) -> list:
     "The clauses of a new claim ('I don't drink green tea anymore, I switched to orange juice'), each at least two words; [] for one clause."
     parts = [p.strip() for p in _CLAUSE.split(text)]
-    return parts if len(parts) > 1 and all(len(p.split()) >= 2 for p in parts) else []
+    parts = [q.strip() for p in parts for q in re.split(r",\s+(?=[A-Za-z])", p)] if len(text.split()) > 5 else parts   # 'Barber called, haircut moved to 11am'
+    parts = [p for p in parts if len(p.split()) >= 2]
+    return parts if len(parts) > 1 else []
 
 def judge_claims(old: str, new: str) -> Decision:
     "The truth `Judge`: 'update' only when both claims hold one subject and one attribute and the value changed; 'unsure' keeps both."

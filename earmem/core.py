@@ -433,7 +433,7 @@ def _encode_in_chunks(self: Encoder, missing: list, role: str, progress: bool | 
     from tqdm.auto import tqdm
     show = (self.progress and len(missing) > self.batch_size) if progress is None else bool(progress)
     todo = sorted(missing, key=lambda kt: len(kt[1]))          # length buckets: similar lengths share a batch
-    step = self.batch_size * 16
+    step = self.batch_size * 4                                  # a chunk takes seconds: the bar moves, the cache fills
     self._load()                                                # the rate measures encoding, not model loading
     out, t0 = {}, time.perf_counter()
     what = "queries" if role == "query" else f"{role}s"                # 'encoded 1,269 queries', never 'querys'

@@ -364,3 +364,20 @@ def test_real_locomo_table1():
     assert all(len(q.gold) > 0 for q in bench.query_objects())
     turn_ids = {b: {m.id for m in ms} for b, ms in bench.banks("episodic").items()}
     assert all(set(q.gold) <= turn_ids[q.bank] for q in bench.query_objects())   # every gold id names a real turn
+
+
+def test_a_first_run_says_its_encoding_cost_before_it_starts(locomo_dir, tmp_path, capfd):
+    "Issue 41: `prepare` (what `earmem reproduce` runs) says how many memories, then questions, it will encode before each starts; a second run says nothing."
+    from earmem.core import Encoder
+    from earmem.experiments.evaluation import prepare
+    bench = load_locomo(locomo_dir)
+    enc = Encoder(cache_dir=tmp_path / "cache", batch_size=2, progress=True)
+    prep = prepare(bench, enc, K=2)
+    err = capfd.readouterr().err
+    memories = len({m.text for ms in bench.banks().values() for m in ms})         # distinct texts: each is encoded once
+    questions = len({q.text for q in prep.train + prep.dev + prep.test})
+    said = [l for l in err.splitlines() if l.startswith("earmem: encoding")]
+    assert [l.split(" not encoded")[0] for l in said] == [f"earmem: encoding {memories} documents", f"earmem: encoding {questions} queries"], err
+    assert err.index(said[0]) < err.index("encoding documents") and err.index(said[1]) < err.index("encoding queries"), err   # before the bars
+    prepare(bench, Encoder(cache_dir=tmp_path / "cache", batch_size=2, progress=True), K=2)
+    assert "earmem: encoding" not in capfd.readouterr().err                       # cached: nothing to say

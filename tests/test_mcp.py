@@ -286,3 +286,47 @@ def test_streamable_http_on_localhost(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+RAISED = [RuntimeError("disk on fire"), OSError(28, "No space left on device"), KeyError("m1"), ValueError("query: too long"),
+          TimeoutError(), AssertionError("a bug")]   # what a tool may raise that its checks did not turn into an answer
+
+
+def test_every_raised_error_is_an_error_a_host_sees(tmp_path):
+    "Every tool × every kind of exception raised inside it (the tool layer let it through): is_error true, one {'error': …}."
+    server = seeded_server(tmp_path / "s")
+    tools, t = listed_tools(server), server.memory_tools
+    async def script(call, c):
+        out = []
+        for tool in tools:
+            for e in RAISED:
+                def boom(*args, e=e, **kwargs): raise e
+                t.call = boom                                # an instance attribute: the tools look it up per call
+                res = await c.call_tool(tool.name, valid_arguments(tool))
+                out.append((tool.name, type(e).__name__, res.is_error, res.content[0].text))
+        del t.call
+        res = await c.call_tool("search", {"query": QUESTION})   # the server still answers
+        return out, res
+    results, after = run_client(server, script)
+    assert len(results) == len(tools) * len(RAISED) and after.is_error is False
+    for name, kind, is_error, text in results:
+        body = json.loads(text)
+        assert is_error is True and list(body) == ["error"] and body["error"], (name, kind, text)
+
+
+NO_STORE_READ = {"users"}   # lists the door's users: a single-store server names its one user without reading the store
+
+
+def test_a_closed_store_fails_every_tool_as_an_error(tmp_path):
+    """The store closed under the server: every tool that reads or writes it is flagged is_error with the one error shape
+    (inject is asked with a query, which searches the store; without one it formats the hits of a search it already holds)."""
+    server = seeded_server(tmp_path / "s")
+    tools = [t for t in listed_tools(server) if t.name not in NO_STORE_READ]
+    server.memory_tools.store.close()
+    async def script(call, c):
+        return [(t.name, await c.call_tool(t.name, {**valid_arguments(t), **({"query": QUESTION} if t.name == "inject" else {})}))
+                for t in tools]
+    results = run_client(server, script)
+    assert len(results) == len(tools) > 10
+    for name, res in results:
+        assert res.is_error is True and json.loads(res.content[0].text)["error"].startswith("store:"), (name, res.content[0].text)

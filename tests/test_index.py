@@ -86,6 +86,45 @@ def test_graph_recall_on_tight_clusters_through_search(tmp_path):
     assert graph[1] == "bf16"
 
 
+def test_recall_guard_warns_and_widens_on_a_bad_graph(tmp_path):
+    "Issue 42's guard: a graph too sparse for its data (4 links, a list of 4 while linking) is caught by the exact checks of sampled searches, warned about, and searched with a longer list."
+    from earmem.memory.index.graph import RecallGuard
+    rng = np.random.default_rng(7)
+    V = _unit(rng, 3000, 64)                                                # uniform: the hardest shape for a graph
+    s = _store(tmp_path / "s", 64); _force(s)
+    s.add_many([{"text": f"memory {i}", "kind": "fact", "id": f"m{i}", "entities": [f"e{i}"]} for i in range(3000)], embeddings=V)
+    b = s._backend; b.save_index()
+    bad = VectorIndex(64, connectivity=4, expansion_add=4); bad.add(b._seq[np.arange(3000)], b.index.E[:3000], threads=1)
+    b.ann, b.ann.ef = bad, 1
+    b.ann.guard = RecallGuard(every=1, window=5)
+    from earmem.memory.backends.sqlite import WIDEN_MAX
+    Q = _unit(rng, 6, 64)
+    for q in Q[:4]: s.search(q, k=10, min_relevance=-1); assert b.ann.graph.expansion_search <= WIDEN_MAX    # unguarded: the widening stops at WIDEN_MAX
+    with pytest.warns(RuntimeWarning, match=r"recall@\d+ estimated at 0\.\d+ over the last 5 checked searches"):
+        s.search(Q[4], k=10, min_relevance=-1)
+    g = b.ann.guard
+    assert g.factor == 2 and len(g.history) == 1 and g.history[0][1] < 0.95, g.history
+    s.search(Q[5], k=10, min_relevance=-1)
+    assert WIDEN_MAX < b.ann.graph.expansion_search <= 2 * WIDEN_MAX, b.ann.graph.expansion_search   # widened past the old ceiling, up to twice it
+    s.close()
+
+
+def test_recall_guard_quiet_on_a_good_graph(tmp_path, recwarn):
+    "The guard checks every search here and finds the graph as good as the exact scan: no warning, no widening."
+    from earmem.memory.index.graph import RecallGuard
+    rng = np.random.default_rng(8)
+    C = _unit(rng, 10, 32)
+    V = C[rng.integers(10, size=2000)] + 0.3 * _unit(rng, 2000, 32)
+    V = (V / np.linalg.norm(V, axis=1, keepdims=True)).astype(np.float32)
+    s = _store(tmp_path / "s"); _force(s)
+    s.add_many([{"text": f"memory {i}", "kind": "fact", "id": f"m{i}", "entities": [f"e{i}"]} for i in range(2000)], embeddings=V)
+    b = s._backend; b.save_index(); b.ann.guard = RecallGuard(every=1, window=5)
+    for q in _unit(rng, 20, 32): s.search(q, k=10, min_relevance=-1)
+    g = b.ann.guard
+    assert g.seen == 20 and g.factor == 1 and g.estimate >= 0.95 and not [w for w in recwarn if "recall@" in str(w.message)], (g.seen, g.factor, g.estimate)
+    s.close()
+
+
 def _search_exact(s, q, k=5):
     b = s._backend
     saved = b.approx_min_rows

@@ -298,7 +298,7 @@ WIDEN_MAX = 640     # the longest search list a graph search widens to while its
 
 @patch
 def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int) -> np.ndarray:
-    "Rows among `allowed` to score exactly: all when few pass (pre-filter), else the graph's nearest passing (its search list doubled while their exact top K changes, up to `WIDEN_MAX`) plus the pending."
+    "Rows among `allowed` to score exactly: all when few pass (pre-filter), else the graph's nearest passing (its search list doubled while the cosines of their exact top K change, up to `WIDEN_MAX` times the guard's factor) plus the pending."
     count, want = np.count_nonzero(allowed), max(40, OVERSAMPLE * K)
     if count <= max(self.prefilter_rows, want) or not self._use_graph(): return np.flatnonzero(allowed)
     def passes(keys):
@@ -306,16 +306,18 @@ def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int)
         ok[ok] = allowed[p[ok]]
         return ok
     start = int(FILTER_SLACK * want * self.index.n / count)  # the filter's share, and a half more: most queries fill on the first ask
-    ef, top = 0, None
+    g, ef, top = self.ann.guard, 0, None  # chapter 19a's recall guard: its factor lengthens the list; one search in 100 is checked exactly
     while True:
         with self._graph_guard(): keys = self.ann.search(q, want, allowed=passes, start=start, expansion=ef); ef = self.ann.graph.expansion_search
         if keys is None: return np.flatnonzero(allowed)
         rows = self._rows_of(keys)
         s = np.asarray(self.index.E[rows], np.float32) @ np.asarray(q, np.float32)
-        best = np.sort(rows[np.argpartition(-s, K - 1)[:K]] if len(rows) > K else rows)
-        if (top is not None and np.array_equal(best, top)) or 2 * ef > WIDEN_MAX: break
+        best = np.sort(s[np.argpartition(-s, K - 1)[:K]] if len(rows) > K else s)  # the top K's cosines: an exact duplicate's twin changes nothing
+        if (top is not None and np.array_equal(best, top)) or 2 * ef > WIDEN_MAX * g.factor: break
         top, ef = best, 2 * ef
-    return np.union1d(rows, self._pending_rows(allowed))
+    out = np.union1d(rows, self._pending_rows(allowed))
+    if g.due(): g.record(self.index.candidates(q, out, K, False)[1], self.index.candidates(q, np.flatnonzero(allowed), K, False)[1])
+    return out
 
 # %% ../../../nbs/memory/backends/20b_sqlite.ipynb #91a010fd
 @patch

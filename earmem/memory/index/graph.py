@@ -11,10 +11,42 @@ from fastcore.basics import patch
 from ...core import atomic_write_json
 
 # %% auto #0
-__all__ = ['INDEX_FILE', 'STAMP_FILE', 'CONNECTIVITY', 'EXPANSION_ADD', 'GRAPH_DTYPE', 'SEQUENTIAL_ROWS', 'EF_PER_ROWS',
-           'MIRROR_FILE', 'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'VECTOR_LOG16', 'LOG_FORMATS',
-           'REF_SIZE', 'VectorIndex', 'file_crc32', 'read_stamp', 'save_vectors', 'restore_vectors', 'fsync_dir',
-           'round_f16', 'VectorLog', 'log_format']
+__all__ = ['GUARD_EVERY', 'GUARD_WINDOW', 'GUARD_TARGET', 'GUARD_MAX', 'INDEX_FILE', 'STAMP_FILE', 'CONNECTIVITY',
+           'EXPANSION_ADD', 'GRAPH_DTYPE', 'SEQUENTIAL_ROWS', 'EF_PER_ROWS', 'MIRROR_FILE', 'MIRROR_SEQ_FILE',
+           'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'VECTOR_LOG16', 'LOG_FORMATS', 'REF_SIZE', 'RecallGuard', 'VectorIndex',
+           'file_crc32', 'read_stamp', 'save_vectors', 'restore_vectors', 'fsync_dir', 'round_f16', 'VectorLog',
+           'log_format']
+
+# %% ../../../nbs/memory/index/19a_graph.ipynb #894c0a1c
+GUARD_EVERY, GUARD_WINDOW = 100, 20  # one search in GUARD_EVERY is checked exactly; the estimate is the mean of the last GUARD_WINDOW checks
+GUARD_TARGET, GUARD_MAX = 0.95, 8    # the recall@K the guard holds the graph to; the most it multiplies the search list by
+
+class RecallGuard:
+    "An online estimate of a graph's recall from exact checks of a sample of searches; below `target` it warns and doubles `factor` (the search list's multiplier), up to `most`."
+    def __init__(self, every: int = GUARD_EVERY, window: int = GUARD_WINDOW, target: float = GUARD_TARGET, most: int = GUARD_MAX):
+        self.every, self.window, self.target, self.most = every, window, target, most
+        self.seen, self.factor, self.checks, self.history = 0, 1, [], []  # history: (searches seen, estimate, new factor) of each widening
+
+    def due(self) -> bool:
+        "Count a search; True for the one in `every` to check exactly."
+        self.seen += 1
+        return self.every > 0 and self.seen % self.every == 0
+
+    def record(self, got: np.ndarray, exact: np.ndarray) -> float:
+        "One check: recall of the graph's top K (their exact cosines `got`) against the exact top K (`exact`), ties either way; widens when the window's mean is below target. Returns the check's recall."
+        got, exact = np.asarray(got, np.float64), np.asarray(exact, np.float64)
+        r = float(np.count_nonzero(got >= exact.min() - 1e-6)) / max(1, len(exact)) if len(exact) else 1.0
+        self.checks = (self.checks + [min(r, 1.0)])[-self.window:]
+        if len(self.checks) == self.window and (est := float(np.mean(self.checks))) < self.target and self.factor < self.most:
+            self.factor = min(self.most, 2 * self.factor); self.checks = []; self.history.append((self.seen, est, self.factor))
+            warnings.warn(f"graph index: recall@{len(exact)} estimated at {est:.3f} over the last {self.window} checked searches "
+                          f"(target {self.target}); searching with a {self.factor}× longer candidate list", RuntimeWarning, stacklevel=3)
+        return r
+
+    @property
+    def estimate(self) -> float | None:
+        "The mean recall of the checks since the last widening (None before the first)."
+        return float(np.mean(self.checks)) if self.checks else None
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #f0e09212
 INDEX_FILE = "vectors.usearch"  # the graph, in the store folder
@@ -32,6 +64,7 @@ class VectorIndex:
         self.graph = Index(ndim=dim, metric="ip", dtype=dtype, connectivity=connectivity,
                            expansion_add=expansion_add, expansion_search=expansion_search)
         self.viewed = False  # a memory-mapped graph is read-only: the first change loads it into memory
+        self.guard = RecallGuard()  # its recall, estimated from exact checks of a sample of searches (below)
 
     def __len__(self) -> int: return len(self.graph)
 
@@ -73,12 +106,12 @@ EF_PER_ROWS = 4096  # the candidate list grows by one per this many vectors in t
 
 @patch
 def search(self: VectorIndex, q: np.ndarray, k: int, allowed=None, max_k: int = 4096, start: int = 0, expansion: int = 0) -> np.ndarray | None:
-    "Keys of the `k` nearest vectors to `q` (passing `allowed`, a keys → bool-array function; first asking `start`; a search list at least `expansion` long), nearest first; None when too few pass within `max_k`."
+    "Keys of the `k` nearest vectors to `q` (passing `allowed`, a keys → bool-array function; first asking `start`; a search list at least `expansion` long, its floor times the recall guard's factor), nearest first; None when too few pass within `max_k`."
     n = len(self.graph)
     if n == 0 or k <= 0: return np.zeros(0, np.int64)
     want = min(n, max(k, min(start, max_k)))
     while True:  # the candidate list: twice what is asked for (a filtered ask is already a surplus: as long), more in a big graph
-        self.graph.expansion_search = max(self.ef, expansion, want if allowed is not None else 2 * want, n // EF_PER_ROWS)
+        self.graph.expansion_search = max(expansion, self.guard.factor * max(self.ef, want if allowed is not None else 2 * want, n // EF_PER_ROWS))
         keys = np.asarray(self.graph.search(np.asarray(q, np.float32), want, threads=1).keys, np.int64)
         if allowed is None: return keys[:k]
         keep = keys[allowed(keys)]

@@ -189,6 +189,7 @@ class StoreConfig:
     checkpoint_every: int = 1  # save the learner after this many feedback calls (and on close)
     seed: int = 0  # seeds the learner
     learner_gate: int = 20  # search uses the learner once it beat frozen retrieval on this many (cited, uncited) pairs of recent feedback; 0 = always
+    explore_slots: int = 0  # of the k hits, this many picked by UCB among the candidates below the cut (EAR §3.3, chapter 23dx); 0 = off
 
     def __post_init__(self):
         for n in ("relevance_weight", "recency_weight", "importance_weight"): check_number(getattr(self, n), n, low=0)
@@ -196,6 +197,7 @@ class StoreConfig:
         for n in ("min_relevance", "dedupe_threshold", "conflict_similarity", "same_fact_similarity", "update_similarity"): check_number(getattr(self, n), n, -1, 1)
         self.conflict_kinds = tuple(check_kind(k, "conflict_kinds") for k in self.conflict_kinds)
         for n in ("candidates", "checkpoint_every"): check_positive_int(getattr(self, n), n)
+        check_int(self.explore_slots, "explore_slots", low=0)
         if isinstance(self.learner_gate, bool) or not isinstance(self.learner_gate, int) or self.learner_gate < 0:
             raise ValueError(f"learner_gate: expected a whole number of pairs >= 0 (0 = always use the learner), got {self.learner_gate!r}")
         check_choice(self.recency_from, "recency_from", ("formed", "used"))

@@ -63,6 +63,7 @@ class Hit(MemoryRecord):
     superseded_by: str | None = None
     weights: tuple = (1.0, 0.0, 0.0)  # (relevance, recency, importance) weights used
     reranked: dict | None = None  # reranked searches (chapter 23dr): {'source': 'observed' | 'completed' | 'semantic', 'score': …}
+    explored: bool = False  # shown in the exploratory slot (chapter 23dx: UCB over the candidates below the cut), not for its rank
 
     def explain(self) -> str:
         "One line: the blended score, its relevance and the lift that recency and importance gave it over what it restates."
@@ -73,6 +74,7 @@ class Hit(MemoryRecord):
         if self.supersedes: s += f"  supersedes {', '.join(self.supersedes)}"
         if self.superseded_by: s += f"  superseded by {self.superseded_by}"
         if self.reranked: s += f"  [reranked: {self.reranked['source']} score {self.reranked['score']:.3f}]"
+        if self.explored: s += "  [explored: shown to learn whether it helps, below the cut (UCB)]"
         return s
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #4d157607

@@ -451,6 +451,11 @@ def _rerank(self: MemoryStore, plan, cands, rows: np.ndarray, score: np.ndarray,
     return None
 
 @patch
+def _explore(self: MemoryStore, cands, keep: np.ndarray, order: np.ndarray, rel: np.ndarray, k: int, explore):
+    "A declared hook, called by `search` with the positions that cleared the floor (`keep`), those it ranked (`order`), the candidates' relevance and its `explore` argument: (order, explored positions) with exploratory slots among the k, or None. Chapter 23dx fills it. Does nothing."
+    return None
+
+@patch
 def _forget_experience(self: MemoryStore, ids):
     "A declared hook, called inside the write transaction that deletes, retracts, supersedes or rewrites memories `ids` (None: all): their reranking scores go (23dr). Does nothing."
     return None
@@ -469,7 +474,8 @@ def search(self: MemoryStore,
            filters: SearchFilter | dict | None = None,  # the same narrowing as one object (kinds, entities, since, until, store, metadata, as_of)
            min_relevance: float | None = None,  # relevance floor; None = config.min_relevance
            touch: bool = False,  # refresh the returned memories' last-access time (reinforcement on use is feedback's job)
-           balanced: bool | None = None, rerank=None) -> Hits:  # K/2 candidates per store (None = config.balanced); EARM reranking (23dr): a scorer, a Rerank, True (the store's) or None
+           balanced: bool | None = None, rerank=None,  # K/2 candidates per store (None = config.balanced); EARM reranking (23dr): a scorer, a Rerank, True (the store's) or None
+           explore=None) -> Hits:  # exploratory slots among the k (23dx): True (one), a number, False, or None = config.explore_slots
     "Filter, retrieve K candidates, keep those whose frozen relevance clears the floor, rank by relevance (adapter) + recency + importance (or, reranked, by observed/completed scores); best k."
     self._check_open()
     k = check_positive_int(k, "k")
@@ -488,7 +494,9 @@ def search(self: MemoryStore,
         keep = np.flatnonzero(np.asarray(cands.scores) >= floor)  # the floor judges frozen relevance: a learner reorders, never hides
         order = keep[np.lexsort((keep, -score[keep]))][:k]
         order = o if (o := self._order_candidates(rows, order, k)) is not None else order  # the declared hook: a raw turn a correction rewrote never leads it (23b, issue 36)
+        order, explored = ex if (ex := self._explore(cands, keep, order, rel, k, explore)) is not None else (order, ())  # declared hook (23dx)
         hits = [self._hit(rows[j], rank, score[j], rel[j], rec[j], cosines[j]) for rank, j in enumerate(order, 1)]
+        for h, j in zip(hits, order): h.explored = int(j) in explored
         hit_rows = rows[order]
         conflicts = mark_conflicts(hits, np.asarray(ix.E[hit_rows], np.float32), list(zip(ix.created[hit_rows], hit_rows)), self.config)
         lead = newer_first(hits, conflicts)  # a claim the door kept beside the one it may update never ranks above it (issue 36)

@@ -7,29 +7,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from .hygiene import is_chatter
-from .updates import Decision, _extract, clean_text, judge_change, slots, topic_words
+from .updates import Decision, _extract, clean_text, judge_change, normalise, slots, topic_words
 
 # %% auto #0
-__all__ = ['DESCRIBED', 'normalise', 'Claim', 'claim_frame', 'frame_judge', 'new_clauses', 'judge_claims']
+__all__ = ['DESCRIBED', 'Claim', 'claim_frame', 'frame_judge', 'new_clauses', 'judge_claims']
 
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #a2db9ffd
 _I = re.IGNORECASE
-_CONTRACTIONS = [(r"\bcan't\b", "cannot"), (r"\bwon't\b", "will not"), (r"\b(\w+)n't\b", r"\1 not"), (r"\bI'm\b", "I am"),
-                 (r"\bI've\b", "I have"), (r"\bI'd\b", "I would"), (r"\bI'll\b", "I will"), (r"\bit's\b", "it is"),
-                 (r"\bthat's\b", "that is"), (r"\bwe're\b", "we are"), (r"\bwe'll\b", "we will"), (r"\bthey're\b", "they are"),
-                 (r"\bthere's\b", "there is"), (r"\b(he|she)'s\b", r"\1 is"),
-                 (r"\b(we|they|you)'ve\b", r"\1 have"), (r"\b(we|they)'d\b", r"\1 would")]
 _OPENERS = re.compile(r"^(?:(?:oh|ok|okay|so|btw|by the way|also|and|well|hey|um|fyi|actually|sorry|oops|no|correction|"
                       r"update|scratch that|to correct an earlier note|just to correct|small correction|my mistake|my bad|to clarify|clarification|(?:small |quick )?fix|typo|wait|hmm|ah|right|heads up|good news|bad news|turns out|please note|note|decision|noticed(?: that)?|observed(?: that)?|i noticed(?: that)?|i was wrong(?: before| earlier)?|i got that wrong|got (?:that|it|the \w+) wrong(?: earlier| before)?)\b\s*[,!.:;\u2014\u2013-]?\s*)+", _I)
 _MEANT = re.compile(r"^I meant\s(?P<v>[^:;,.]+)[:;,.]\s*", _I)
 _NOT_OLD = re.compile(r"(?:,\s*|\s(?:and|but)\s)not\s(?:at\s|on\s|in\s|the\s)?(?P<old>[\w:.$€£' -]{1,40}?)\s*[.!]?$", _I)
 _SOON = re.compile(r"\b(?:these days|from now on|nowadays|now|anymore|any more|any longer|again|instead|for good|as of today|"
                    r"since the reorg|at the moment)\b", _I)
-
-def normalise(text: str) -> str:
-    t = clean_text(text)
-    for rx, rep in _CONTRACTIONS: t = re.sub(rx, rep, t, flags=_I)
-    return t
 
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #fbe0a443
 def _forms(*lemmas):

@@ -12,7 +12,7 @@ from ...core import check_choice
 from .hygiene import check_entities, compared_kinds, entities_overlap, is_chatter, merge_confidence
 
 # %% auto #0
-__all__ = ['ACTIONS', 'VALUE_SLOTS', 'JUDGED_NEIGHBOURS', 'Decision', 'Judge', 'clean_text', 'topic_words', 'slots',
+__all__ = ['ACTIONS', 'VALUE_SLOTS', 'JUDGED_NEIGHBOURS', 'Decision', 'Judge', 'clean_text', 'normalise', 'topic_words', 'slots',
            'slot_changes', 'judge_change', 'supersedes_at_door', 'merges_at_door', 'judge_scores', 'door_action',
            'door_scores', 'table_report', 'main', 'merge_duplicate', 'plan_dedupe', 'infer_kind', 'default_kind']
 
@@ -42,6 +42,19 @@ _PUNCT = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '
 def clean_text(text: str) -> str:
     "NFC, straight quotes and dashes, single spaces (case kept: names need it)."
     return re.sub(r"\s+", " ", unicodedata.normalize("NFC", str(text)).translate(_PUNCT)).strip()
+
+# %% ../../../nbs/memory/rules/18_updates.ipynb #374e752f
+_CONTRACTIONS = [(r"\bcan't\b", "cannot"), (r"\bwon't\b", "will not"), (r"\b(\w+)n't\b", r"\1 not"), (r"\bI'm\b", "I am"),
+                 (r"\bI've\b", "I have"), (r"\bI'd\b", "I would"), (r"\bI'll\b", "I will"), (r"\bit's\b", "it is"),
+                 (r"\bthat's\b", "that is"), (r"\bwe're\b", "we are"), (r"\bwe'll\b", "we will"), (r"\bthey're\b", "they are"),
+                 (r"\bthere's\b", "there is"), (r"\b(he|she)'s\b", r"\1 is"),
+                 (r"\b(we|they|you)'ve\b", r"\1 have"), (r"\b(we|they)'d\b", r"\1 would")]
+
+def normalise(text: str) -> str:
+    "`clean_text`, then contractions spelled out ('don't' → 'do not') so the claim rules (18a) read one form."
+    t = clean_text(text)
+    for rx, rep in _CONTRACTIONS: t = re.sub(rx, rep, t, flags=re.IGNORECASE)
+    return t
 
 # %% ../../../nbs/memory/rules/18_updates.ipynb #0a99c5f5
 _NUMBER_WORDS = dict(zero=0, one=1, two=2, three=3, four=4, five=5, six=6, seven=7, eight=8, nine=9, ten=10, eleven=11,

@@ -188,7 +188,7 @@ class StoreConfig:
     ear: dict = field(default_factory=dict)  # EARConfig overrides for the learner
     checkpoint_every: int = 1  # save the learner after this many feedback calls (and on close)
     seed: int = 0  # seeds the learner
-    learner_gate: int = 20  # search uses the learner once it beat frozen retrieval on this many (cited, uncited) pairs of recent feedback; 0 = always
+    learner_gate: int = 180  # search uses the learner once it beat frozen retrieval on this many (cited, uncited) pairs of recent feedback (ch. 22; 20 lowered unseen questions); 0 = always
     explore_slots: int = 0  # of the k hits, this many picked by UCB among the candidates below the cut (EAR §3.3, chapter 23dx); 0 = off
 
     def __post_init__(self):

@@ -57,7 +57,7 @@ def _new_learner(self: Learning):
     return EAR(self.dim, EARConfig(**cfg), seed=self.config.seed)
 
 # %% ../../../nbs/memory/store/22_learner.ipynb #c3cade1e
-GATE_WINDOW, GATE_MIN_PAIRS = 50, 20  # judged on its last 50 feedback calls, once they hold 20 (cited, uncited) pairs
+GATE_WINDOW, GATE_MIN_PAIRS = 50, 180  # judged on its last 50 feedback calls, once they hold 180 (cited, uncited) pairs (StoreConfig.learner_gate)
 
 def pair_accuracy(scores, positions, labels) -> tuple:
     "(pairs ordered cited-first, pairs) over every (cited, uncited) pair of the shown hits under `scores`; ties count half."

@@ -387,7 +387,7 @@ def test_feedback_improves_held_out_retrieval(tmp_path):
     "Planted relevance: the frozen nearest neighbour is a decoy; the target is a fixed linear map of the query."
     T, D, Q = planted_stream(90, 24, seed=1)
     cfg = StoreConfig(recency_weight=0, importance_weight=0, min_relevance=-1.0, candidates=8, balanced=False,
-                      checkpoint_every=10 ** 6, ear={"lr": 0.02, "s": 3})
+                      checkpoint_every=10 ** 6, ear={"lr": 0.02, "s": 3}, learner_gate=20)  # 3 hits a call never make the default gate
     s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(24), config=cfg)
     s.add_many([dict(text=f"target {i}", kind="fact", id=f"t{i}") for i in range(90)] +
                [dict(text=f"decoy {i}", kind="fact", id=f"d{i}") for i in range(90)], embeddings=np.concatenate([T, D]))

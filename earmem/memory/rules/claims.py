@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from .hygiene import is_chatter
+from .lexicon import _AUX, _TERMINATE, _VERBS
 from .updates import Decision, _extract, clean_text, judge_change, normalise, slots, topic_words
 
 # %% auto #0
@@ -20,42 +21,6 @@ _MEANT = re.compile(r"^I meant\s(?P<v>[^:;,.]+)[:;,.]\s*", _I)
 _NOT_OLD = re.compile(r"(?:,\s*|\s(?:and|but)\s)not\s(?:at\s|on\s|in\s|the\s)?(?P<old>[\w:.$€£' -]{1,40}?)\s*[.!]?$", _I)
 _SOON = re.compile(r"\b(?:these days|from now on|nowadays|now|anymore|any more|any longer|again|instead|for good|as of today|"
                    r"since the reorg|at the moment)\b", _I)
-
-# %% ../../../nbs/memory/rules/18a_claims.ipynb #fbe0a443
-def _forms(*lemmas):
-    "lemma (or 'lemma|past|participle') → every inflection."
-    out = {}
-    for spec in lemmas:
-        parts = spec.split("|"); lemma = parts[0]
-        forms = {lemma, lemma + "s", lemma + "es" if lemma.endswith(("s", "sh", "ch", "x", "o")) else lemma + "s",
-                 (lemma[:-1] + "ies") if lemma.endswith("y") and lemma[-2] not in "aeiou" else lemma + "s",
-                 (lemma + "d") if lemma.endswith("e") else (lemma[:-1] + "ied" if lemma.endswith("y") and lemma[-2] not in "aeiou" else lemma + "ed"),
-                 (lemma[:-1] + "ing") if lemma.endswith("e") and not lemma.endswith("ee") else lemma + "ing", *parts[1:]}
-        for f in forms: out.setdefault(f, lemma)
-    return out
-
-_VERBS = _forms(
-    "be|is|am|are|was|were|been|being", "have|has|had|having", "do|does|did|done", "live", "work", "move", "relocate", "transfer",
-    "join", "leave|left", "transfer|transferred", "rent", "hold|held", "start", "find|found", "get|got|gotten", "become|became", "quit", "retire", "date", "marry|married",
-    "engage|engaged", "divorce", "break|broke|broken", "like", "love", "hate", "prefer|preferred", "enjoy", "dislike", "take|took|taken",
-    "drink|drank|drunk", "eat|ate|eaten", "switch", "choose|chose|chosen", "use", "drive|drove|driven", "own", "buy|bought", "sell|sold",
-    "give|gave|given", "rent", "need", "expect", "weigh", "run|ran", "grow|grew|grown", "turn", "upgrade", "extend", "push", "delay",
-    "postpone", "reschedule", "rebook", "book", "cancel|cancelled|canceled", "call", "email", "ask", "meet|met", "fly|flew|flown",
-    "plan|planned", "pin|pinned", "decide", "agree", "hold|held", "happen", "open", "close", "cost", "include", "contain", "belong", "report", "lead|led",
-    "mentor", "recommend", "plant", "learn|learnt", "study", "visit", "pack", "order", "spend|spent", "smoke", "play", "stop|stopped",
-    "repair", "fix", "replace", "rise|rose|risen", "go|went|gone|goes", "raise", "increase", "drop|dropped", "lower", "seat",
-    "stand|stood", "base", "employ", "locate", "schedule", "set", "name", "call", "add", "remove", "fix", "break", "volunteer", "teach|taught", "earn", "pay|paid", "owe", "speak|spoke|spoken", "adopt", "sit|sat", "share", "keep|kept",
-    "promote", "hire", "manage", "train", "wake|woke", "sleep|slept", "cook", "bake", "sing|sang", "write|wrote|written", "read",
-    "will", "would", "can", "could", "should", "must", "may", "might", "shall", "cannot", "want", "wish", "hope", "intend", "try|tried",
-    "host", "celebrate", "attend", "come|came", "arrive", "depart", "land", "end", "finish", "begin|began|begun", "resume", "launch",
-    "ship", "release", "deliver", "send|sent", "receive", "note", "remind", "bring|brought", "hand", "pick", "drop", "make|made",
-    "say|said", "tell|told", "think|thought", "know|knew|known", "feel|felt", "seem", "look", "sound", "remain", "stay", "due",
-    "shift", "cut|cut|cut", "slide|slid", "bump|bumped", "swap|swapped", "skip|skipped", "scrap|scrapped", "graduate", "upgrade")
-_AUX = {"be", "have", "do", "will", "would", "can", "could", "should", "must", "may", "might", "shall", "cannot", "get", "start", "stop",
-        "want", "plan", "decide", "agree", "try", "hope", "intend", "wish", "need", "keep", "go", "become"}
-
-# relation classes: a predicate (verb lemma, optionally + preposition or object head) → the attribute it states
-_TERMINATE = {"cancel", "leave", "sell", "quit", "stop", "divorce", "retire", "end", "drop"}  # verbs that end what the old claim said
 
 # %% ../../../nbs/memory/rules/18a_claims.ipynb #5ef3a048
 _PRON_SUBJ = {"i": "user", "me": "user", "my": "user", "we": "user", "our": "user", "us": "user"}
@@ -147,12 +112,14 @@ def _first_verb(toks: list) -> int | None:
         if i == 0 and i + 1 < len(toks) and _finite(toks[1]): continue   # "Rent went up …", "Launch postponed …": a noun, then its verb
         if i == 0 and w[:1].isupper() and lem not in ("be", "have") and lw not in ("call", "email", "ask", "meet", "buy", "book"):
             # a sentence that opens with a verb is an instruction ("Call Bruno …"); a capitalised noun-like verb ("Order 7452") is no verb
-            if i + 1 < len(toks) and re.match(r"#?\d", toks[i + 1]): continue
+            if i + 1 < len(toks) and re.match(r"#|\d", toks[i + 1]): continue
+        if i == 0 and i + 1 < len(toks) and toks[1].casefold() in _PREPS and any(t.casefold() in ("is", "are", "was", "were") for t in toks[2:]):
+            continue   # "Rent on our Brooklyn flat is $2,900": a noun with its qualifier, then its verb
         prev = toks[i - 1].casefold() if i else ""
         if lw.endswith("ing") and _lemma(prev) != "be": continue  # "the budget meeting", "my yoga class booking": a noun
         if prev in _DET or prev.endswith("'s"):  # "the rent", "my flight", "Ana's home": a noun, not a verb
             continue
-        if i + 1 < len(toks) and re.match(r"#?\d", toks[i + 1]) and lw in ("order", "note", "step", "task", "room", "call", "book"): continue
+        if i + 1 < len(toks) and re.match(r"#|\d", toks[i + 1]) and lw in ("order", "note", "step", "task", "room", "call", "book"): continue
         if i and lem != "be" and i + 1 < len(toks) and toks[i + 1].casefold() in ("is", "are", "was", "were") and prev.isalpha() \
                 and _lemma(prev) is None and prev not in _PRON_SUBJ: continue   # "my team lead is Priya", "the flight plan was": a noun
         return i
@@ -333,7 +300,10 @@ def _split_and(c: Claim) -> Claim:
 _RELOCATES = re.compile(r"\b(?:move|moved|moves|moving|relocate|relocated|relocates|relocating)\s+(?:back\s+|away\s+)?(?:to|into)\s+(?:(?:a|an|the|my|our|his|her|their)\s+(?:new\s+)?(?:flat|house|apartment|place|home)\s+(?:in|on|at)\s+)?(?P<place>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\s*(?:[.,!;]|$|\s+(?:in|last|this|next|two|three|a|an|on|for|after|with|now|soon|by|from|at|when|because|since|as|and|but)\b)")  # someone moving to a named place
 DESCRIBED = 3  # object words of its own beyond which a claim describes something else, not another value (LoCoMo's observations)
 
+_DWELLINGS = {"flat", "apartment", "house", "home", "place", "room", "studio", "condo", "bedroom", "bungalow", "cottage", "townhouse", "loft"}
+
 def _cls(c: Claim) -> str:
+    if c.verb == "rent" and not set(re.findall(r"[a-z]+", c.obj)) & _DWELLINGS: return "rent"   # 'renting skis', 'a cabin for New Year': not a home
     if c.verb in _CLASSES: return _CLASSES[c.verb]
     if c.verb == "be" and c.pred in ("be in", "be at") and not c.negated and not set(c.slots) & set(_VALUE_SLOTS): return "location"  # "in the Oak room"
     if c.verb in ("move", "relocate") and (m := _RELOCATES.search(c.text)) and m["place"].split()[0].casefold() not in _CALENDAR:
@@ -490,12 +460,23 @@ def _correction_verdict(a: Claim, b: Claim, new: str) -> tuple | None:
     if not stated and b.subject == "?": return "distinct", f"a correction of {b.correction[0]!r}, which the old memory does not state"
     return None
 
+_LEG = {"out": "out", "there": "out", "back": "back", "home": "back"}
+
+def _two_occasions(a: Claim, b: Claim) -> tuple | None:
+    "('distinct', …) for two occasions of one activity: a trip's two legs ('fly out to Madrid' / 'fly back from Madrid'), a week's other days ('from home on Mondays' / 'from the office on Thursdays')."
+    leg = lambda c: _LEG[m[1]] if (m := re.search(r"\b(out|there|back|home)\b", c.obj)) else None
+    if {leg(a), leg(b)} == {"out", "back"}: return "distinct", "the two legs of a trip (out / back)"
+    days = lambda c: {v for (k, v), s in c.surface.items() if k == "weekday" and s.casefold().endswith("s")}   # 'on Mondays': every week
+    if days(a) and days(b) and not days(a) & days(b) and not b.change:
+        return ("distinct" if a.obj_words != b.obj_words else "unsure"), f"other days of the week ({', '.join(sorted(days(a) | days(b)))})"
+    return None
+
 def _same_subject_verdict(a: Claim, b: Claim) -> tuple:
     "`_one_subject`'s verdict, held to precision: two descriptions that share little are distinct; an update that rewrites more than a value keeps both."
     only_a, only_b = a.obj_words - b.obj_words - _FILLER, b.obj_words - a.obj_words - _FILLER
     if len(only_a) > DESCRIBED and len(only_b) > DESCRIBED:   # "attended a pride parade and felt …" / "attended a conference and …": two events
         return "distinct", f"two descriptions ({len(only_a)} and {len(only_b)} words of their own)"
-    action, why = _one_subject(a, b)
+    action, why = _two_occasions(a, b) or _one_subject(a, b)
     if action == "update" and max(len(only_a), len(only_b)) > DESCRIBED: return "unsure", f"{why}; the claims differ in more than a value"
     return action, why
 

@@ -236,3 +236,17 @@ def test_a_failed_write_logs_nothing(place):
         assert st._backend.experience_rows() == [] and st.experience_stats()["queries"] == 0
         with st._write(): seq = st._backend.log_experience(2.0, "kept", np.zeros(64, np.float32).tobytes(), [first], [0.5], "sim")
         assert seq == 1 and [r[1] for r in st._backend.experience_rows()] == ["kept"]
+
+
+def test_an_older_schema_gets_the_tables(pg_url):
+    "A PostgreSQL schema an earlier earmem made has no experience tables: a reader finds no experience, the next writer makes them."
+    from earmem.memory.backends import PostgresBackend
+    schema = f"old_{uuid.uuid4().hex[:8]}"
+    b = PostgresBackend(pg_url, 8, schema=schema)
+    b._q("DROP TABLE {s}.experience_scores, {s}.experience_queries"); b.close()
+    r = PostgresBackend(pg_url, 8, schema=schema, readonly=True)
+    assert (r.experience_rows(), r.experience_counts()["queries"], r.experience_erasures(), r.has_experience()) == ([], 0, 0, False)
+    w = PostgresBackend(pg_url, 8, schema=schema)                    # a writer's _ensure_schema runs chapter 20c's UPGRADES
+    with w.write(): assert w.log_experience(1.0, "q", np.ones(8, np.float32).tobytes(), ["m1"], [0.5], "sim") == 1
+    assert [(x[0], x[3]) for x in r.experience_rows()] == [(1, [("m1", 0.5, "sim")])]   # the reader sees them now
+    w._q("DROP SCHEMA {s} CASCADE"); r.close(); w.close()

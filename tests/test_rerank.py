@@ -1,7 +1,8 @@
 """Issue 38: EARM in the store beyond the chapter's cells — the experience survives reopening and is shared by a second
-handle, scores are never bought twice across handles, the tool layer and the CLI rerank through a scripted
-OpenAI-compatible LLM (the real client), and the matrix survives SIGKILL during reranked searches (slow)."""
-import json, os, signal, sqlite3, subprocess, sys, textwrap, threading, time
+handle, scores are never bought twice across handles, it is per user and erased with its memories (these on SQLite and on
+PostgreSQL, the `pg_url` server), the tool layer and the CLI rerank through a scripted OpenAI-compatible LLM (the real
+client), and the matrix survives SIGKILL during reranked searches (slow)."""
+import json, os, signal, sqlite3, subprocess, sys, textwrap, threading, time, uuid
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -18,8 +19,8 @@ THINGS = ["cats", "cello", "chess", "sailing", "pottery", "running", "baking", "
 CONFIG = StoreConfig(min_relevance=-1.0, recency_weight=0.0, importance_weight=0.0)
 
 
-def fill(path):
-    st = MemoryStore(path, encoder=HashingEncoder(64), config=CONFIG)
+def fill(path, **kw):
+    st = MemoryStore(path, encoder=HashingEncoder(64), config=CONFIG, **kw)
     st.add_many([{"text": f"{p} likes {t}", "kind": "fact", "source": f"D{i + 1}:{j + 1}"}
                  for i, p in enumerate(PEOPLE) for j, t in enumerate(THINGS)])
     return st
@@ -43,6 +44,20 @@ class Scripted(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def place(request, tmp_path):
+    "open(user=None) -> (where, keyword arguments) of one store: a folder, or a namespace of the tests' PostgreSQL server only this test uses."
+    if request.param == "sqlite":
+        return lambda user=None: (tmp_path / "s", {} if user is None else {"namespace": user})
+    url, tag = request.getfixturevalue("pg_url"), uuid.uuid4().hex[:8]
+    return lambda user=None: (url, {"namespace": f"{user or 'default'}-{tag}"})
+
+
+def reopen(place, user=None):
+    where, kw = place(user)
+    return MemoryStore(where, encoder=HashingEncoder(64), config=CONFIG, **kw)
+
+
 @pytest.fixture(scope="module")
 def llm_url():
     server = HTTPServer(("127.0.0.1", 0), Scripted)
@@ -51,19 +66,21 @@ def llm_url():
     server.shutdown()
 
 
-def test_experience_survives_reopen_and_is_never_bought_twice(tmp_path):
+def test_experience_survives_reopen_and_is_never_bought_twice(place):
     plan = Rerank(SimulatedScorer(GOLD), n_candidates=20, block_size=1, rank=2)
-    with fill(tmp_path / "s") as st:
+    where, kw = place()
+    with fill(where, **kw) as st:
         first = st.search("what does Ann like?", k=5, rerank=plan)
-        assert first.rerank["scorer_calls"] == 20
-    with MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=CONFIG) as st, \
-         MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=CONFIG) as other:
+        assert first.rerank["scorer_calls"] == 20 and plan.scorer.calls == 20
+    with reopen(place) as st, reopen(place) as other:
         again = st.search("what does Ann like?", k=5, rerank=plan)       # reopened: the scores are read back, none bought
         assert (again.rerank["scorer_calls"], again.rerank["reused"]) == (0, 20)
         assert again.ids == first.ids
         bob = other.search("what does Bob like?", k=5, rerank=plan)     # a second handle continues the same schedule
         assert bob.rerank["stage"] == 3 and bob.rerank["scorer_calls"] == plan.budget(2, 20)[1]
         assert st.experience_stats()["queries"] == 3
+        assert plan.scorer.calls == 20 + bob.rerank["scorer_calls"]    # the simulator was asked only for what was bought
+        assert [r[0] for r in st._backend.experience_rows()] == [1, 2, 3]
 
 
 def test_tool_layer_and_refusal(tmp_path, llm_url):
@@ -146,10 +163,9 @@ def test_door_reranker_from_environment(tmp_path, llm_url, monkeypatch):
         assert out["rerank"]["scorer"] == "llm" and all(h["text"].startswith("Bob") for h in out["hits"])
 
 
-def test_experience_is_per_user(tmp_path):
+def test_experience_is_per_user(place):
     plan = Rerank(SimulatedScorer(GOLD), n_candidates=20, rank=2)
-    dana = MemoryStore(tmp_path / "s", namespace="dana", encoder=HashingEncoder(64), config=CONFIG)
-    lee = MemoryStore(tmp_path / "s", namespace="lee", encoder=HashingEncoder(64), config=CONFIG)
+    dana, lee = reopen(place, "dana"), reopen(place, "lee")
     for st in (dana, lee): st.add_many([f"{p} likes {t}" for p in PEOPLE for t in THINGS])
     dana.search("what does Ann like?", rerank=plan)
     assert dana.experience_stats()["queries"] == 1 and lee.experience_stats()["queries"] == 0
@@ -167,10 +183,70 @@ def test_cli_stats_shows_the_matrix(tmp_path):
     assert json.loads(r.stdout)["reranking"] == {"queries": 1, "scores": 20, "memories": 20, "scorers": {"simulated": 20}}
 
 
-def test_an_update_in_another_handle_drops_the_old_scores(tmp_path):
+def test_an_update_in_another_handle_drops_the_old_scores(place):
     plan = Rerank(SimulatedScorer(GOLD), n_candidates=20, block_size=1, rank=2)
-    with fill(tmp_path / "s") as st, MemoryStore(tmp_path / "s", encoder=HashingEncoder(64), config=CONFIG) as other:
+    where, kw = place()
+    with fill(where, **kw) as st, reopen(place) as other:
         first = st.search("what does Ann like?", k=5, rerank=plan)
         other.update(first.ids[0], text="Ann gave up on that")            # another handle rewrites a scored memory
         again = st.search("what does Ann like?", k=5, rerank=plan)        # this handle rebuilds: the old score is not reused
         assert again.rerank["reused"] == 19 and first.ids[0] not in [h.id for h in again if h.reranked["source"] == "observed"]
+
+
+def scored(st) -> dict:
+    "memory id -> how many stored scores name it (read from the backend's tables)."
+    out = {}
+    for _, _, _, cells in st._backend.experience_rows():
+        for m, _, _ in cells: out[m] = out.get(m, 0) + 1
+    return out
+
+
+def test_scores_go_with_their_memory(place):
+    "Delete, retract, text update, supersede and clear erase the scores of the memories they touch, in their own commit, on both backends."
+    plan = Rerank(SimulatedScorer(GOLD), n_candidates=50, block_size=1, rank=2)
+    where, kw = place()
+    with fill(where, **kw) as st, reopen(place) as other:
+        old = st.add("The standup moved to 4pm", "decision").id
+        first = st.search("what does Ann like?", k=5, rerank=plan)
+        ids = first.ids
+        st.search("what does Bob like?", k=5, rerank=plan)
+        before = scored(st)
+        assert first.rerank["scorer_calls"] == 41 and all(before.get(m) for m in [*ids[:4], old])
+        assert st._backend.experience_erasures() == 0
+        st.delete(ids[0]); st.retract(ids[1], "wrong"); st.update(ids[2], text="Ann gave up on that")
+        assert st.add("The standup moved to 3pm", "decision").supersedes == old
+        after = scored(other)                                           # another handle reads the committed state
+        assert not any(after.get(m) for m in [*ids[:3], old]) and after[ids[3]] == before[ids[3]]
+        assert other._backend.experience_erasures() == 4                # each write that took scores away counted once
+        again = other.search("what does Ann like?", k=5, rerank=plan)   # rebuilt from what remains: the erased are not reused
+        assert again.rerank["reused"] == 41 - 4                          # every score of the first asking but the 4 erased
+        st.clear()
+        assert scored(other) == {} and other.experience_stats() == {"queries": 0, "scores": 0, "memories": 0, "scorers": {}}
+
+
+def test_a_failed_write_logs_nothing(place):
+    "The experience is written in the search's transaction: a write that fails leaves neither the query nor its scores."
+    where, kw = place()
+    with fill(where, **kw) as st:
+        first = st._backend.ids()[0]
+        with pytest.raises(KeyError):
+            with st._write():
+                st._backend.log_experience(1.0, "lost", np.zeros(64, np.float32).tobytes(), [first], [0.5], "sim")
+                raise KeyError("the search failed before its commit")
+        assert st._backend.experience_rows() == [] and st.experience_stats()["queries"] == 0
+        with st._write(): seq = st._backend.log_experience(2.0, "kept", np.zeros(64, np.float32).tobytes(), [first], [0.5], "sim")
+        assert seq == 1 and [r[1] for r in st._backend.experience_rows()] == ["kept"]
+
+
+def test_an_older_schema_gets_the_tables(pg_url):
+    "A PostgreSQL schema an earlier earmem made has no experience tables: a reader finds no experience, the next writer makes them."
+    from earmem.memory.backends import PostgresBackend
+    schema = f"old_{uuid.uuid4().hex[:8]}"
+    b = PostgresBackend(pg_url, 8, schema=schema)
+    b._q("DROP TABLE {s}.experience_scores, {s}.experience_queries"); b.close()
+    r = PostgresBackend(pg_url, 8, schema=schema, readonly=True)
+    assert (r.experience_rows(), r.experience_counts()["queries"], r.experience_erasures(), r.has_experience()) == ([], 0, 0, False)
+    w = PostgresBackend(pg_url, 8, schema=schema)                    # a writer's _ensure_schema runs chapter 20c's UPGRADES
+    with w.write(): assert w.log_experience(1.0, "q", np.ones(8, np.float32).tobytes(), ["m1"], [0.5], "sim") == 1
+    assert [(x[0], x[3]) for x in r.experience_rows()] == [(1, [("m1", 0.5, "sim")])]   # the reader sees them now
+    w._q("DROP SCHEMA {s} CASCADE"); r.close(); w.close()

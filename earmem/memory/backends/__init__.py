@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['StorageBackend', 'contract_problems', 'redact_url', 'SQLiteBackend', 'PostgresBackend', 'connect_postgres',
-           'ALT_COLUMN', 'ALT_INDEX', 'STAGED']
+           'ALT_COLUMN', 'ALT_INDEX', 'STAGED', 'PG_EXPERIENCE']
 
 # %% ../../../nbs/memory/backends/20f_backends_package.ipynb #b2b7fd3d
 from .boundary import StorageBackend, contract_problems, redact_url
@@ -12,5 +12,6 @@ from .sqlite import SQLiteBackend
 from .postgres import connect_postgres
 from .postgres_search import PostgresBackend
 from .postgres_staging import ALT_COLUMN, ALT_INDEX, STAGED
+from .postgres_experience import PG_EXPERIENCE
 _all_ = ["StorageBackend", "contract_problems", "redact_url", "SQLiteBackend", "PostgresBackend", "connect_postgres", "ALT_COLUMN",
-         "ALT_INDEX", "STAGED"]
+         "ALT_INDEX", "STAGED", "PG_EXPERIENCE"]

@@ -203,8 +203,8 @@ def _rerank_plan(self: MemoryStore, rerank, k: int):
                              f"call store.set_reranker(...), or set ${RERANK_URL_ENV} (an OpenAI-compatible endpoint) where the door runs")
     plan = self.reranker if rerank is True else rerank if isinstance(rerank, Rerank) else Rerank(rerank)
     if not callable(getattr(self._backend, "log_experience", None)):
-        raise ValueError(f"rerank: the {type(self._backend).__name__} backend keeps no reranking experience yet; "
-                         "rerank on an embedded (SQLite) store")
+        raise ValueError(f"rerank: the {type(self._backend).__name__} backend keeps no reranking experience (it has no log_experience); "
+                         "rerank on a SQLite or PostgreSQL store")
     return plan
 
 # %% ../../../nbs/memory/store/23dr_rerank.ipynb #977bf9d4
@@ -314,6 +314,7 @@ def _rerank(self: MemoryStore, plan: Rerank, cands, rows: np.ndarray, score: np.
 @patch
 def experience_stats(self: MemoryStore) -> dict:
     "The reranking experience: queries, observed scores, memories with a score, and the scorers that gave them."
+    if callable(counts := getattr(self._backend, "experience_counts", None)): return counts()   # PostgreSQL (chapter 20ea)
     db = self._backend.db
     if not callable(getattr(self._backend, "experience_rows", None)) or not has_experience(db):
         return {"queries": 0, "scores": 0, "memories": 0, "scorers": {}}

@@ -10,6 +10,7 @@ from fastcore.basics import patch
 from ...core import check_positive_int
 from ..rules.hygiene import STORES
 from ..index.graph import round_f16
+from ..rules.metadata_filter import metadata_sql
 from ..index.mirror import fused_top, lexical_words, within_budget, COLUMNS, MemoryRow, SearchFilter, _Index
 from .boundary import BACKENDS, AUDIT_COLUMNS, AuditEntry, FeedbackEntry, check_manifest, check_namespace, redact_url
 from .postgres import PostgresBackend, _resilient, check_identifier, connect_postgres
@@ -71,8 +72,8 @@ def _where(self: PostgresBackend, flt: SearchFilter | None = None) -> tuple:
     if flt.since is not None: sql.append("created >= %s"); params.append(flt.since)
     if flt.until is not None: sql.append("created <= %s"); params.append(flt.until)
     if flt.store is not None: sql.append("store = %s"); params.append(flt.store)
-    for k, v in (flt.metadata or {}).items():
-        sql.append("(metadata::jsonb -> %s::text) = %s::jsonb"); params += [k, json.dumps(v)]
+    if flt.metadata:  # chapter 18c's SQL: the condition `metadata_matches` checks, every key and value a parameter
+        cond, more = metadata_sql(flt.metadata, "metadata::jsonb"); sql.append(cond); params += more
     return " AND ".join(sql), params
 
 # %% ../../../nbs/memory/backends/20d_postgres_search.ipynb #420069fb

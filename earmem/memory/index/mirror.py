@@ -13,13 +13,14 @@ import numpy as np
 from fastcore.basics import patch
 from ...core import zscore
 from ...retrievers import lexical_tokens
-from ..rules.hygiene import KIND_CODES, MAX_DEPTH, MAX_METADATA_CHARS, STORES, check_entities, check_kind, check_time, iso, json_depth, to_epoch
+from ..rules.hygiene import KIND_CODES, MAX_DEPTH, STORES, check_entities, check_kind, check_time, iso, json_depth, to_epoch
+from ..rules.metadata_filter import check_metadata_filter, metadata_matches
 
 # %% auto #0
 __all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'SMALL_SCAN', 'GATHER_CHUNK', 'APPROX_EPS',
-           'LEXICAL_BUDGET', 'BATCH_NEIGHBOURS', 'ENTITY_SCAN_ROWS', 'item_row', 'one_blas_thread',
-           'check_metadata_filter', 'metadata_matches', 'SearchFilter', 'top_rows', 'top_refined', 'gathered_scores',
-           'store_quota', 'lexical_words', 'fuse_scores', 'fused_top', 'within_budget', 'batch_duplicates']
+           'LEXICAL_BUDGET', 'BATCH_NEIGHBOURS', 'ENTITY_SCAN_ROWS', 'item_row', 'one_blas_thread', 'SearchFilter',
+           'top_rows', 'top_refined', 'gathered_scores', 'store_quota', 'lexical_words', 'fuse_scores', 'fused_top',
+           'within_budget', 'batch_duplicates']
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
@@ -206,29 +207,6 @@ def append_rows(self: _Index, rows: list, V: np.ndarray) -> int:
     if self._bf16 is not None: self._dirty.update(range(p0, p0 + m))
     return p0
 
-# %% ../../../nbs/memory/index/19_mirror.ipynb #a7525cef
-def check_metadata_filter(metadata, name: str = "metadata") -> dict:
-    "A metadata filter as a dict of string keys to JSON scalars; ValueError/TypeError naming `name` otherwise."
-    if not isinstance(metadata, dict): raise TypeError(f"{name}: expected a dict of key: value pairs, got {type(metadata).__name__}")
-    if len(json.dumps(metadata, default=str)) > MAX_METADATA_CHARS: raise ValueError(f"{name}: more than {MAX_METADATA_CHARS} characters")
-    for k, v in metadata.items():
-        if not isinstance(k, str) or not k: raise TypeError(f"{name}: keys must be non-empty strings, got {k!r}")
-        if v is not None and not isinstance(v, (str, int, float, bool)):
-            raise TypeError(f"{name}[{k!r}]: expected a string, number, bool or null, got {type(v).__name__}")
-        if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")): raise ValueError(f"{name}[{k!r}]: expected a finite number, got {v!r}")
-    return dict(metadata)
-
-# %% ../../../nbs/memory/index/19_mirror.ipynb #f262adfe
-def _same_json(a, b) -> bool:
-    "JSON equality of a stored value and a filter scalar: numbers by value; a bool, a string, null only their own kind."
-    if isinstance(a, bool) or isinstance(b, bool): return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)): return a == b
-    return type(a) is type(b) and a == b
-
-def metadata_matches(meta: dict, want: dict) -> bool:
-    "Whether the metadata `meta` of a memory holds every key: value pair of the filter `want` (JSON equality)."
-    return all(k in meta and _same_json(meta[k], v) for k, v in want.items())
-
 # %% ../../../nbs/memory/index/19_mirror.ipynb #a051d185
 FILTER_FIELDS = ("kinds", "entities", "since", "until", "store", "metadata", "as_of")
 
@@ -240,7 +218,7 @@ class SearchFilter:
     since: float | None = None     # formed at or after (Unix seconds; ISO text, datetime or a LoCoMo date accepted)
     until: float | None = None     # formed at or before
     store: str | None = None       # only 'episodic' or 'semantic'
-    metadata: dict | None = None   # only memories whose metadata holds every one of these key: value pairs
+    metadata: dict | None = None   # only memories whose metadata passes this filter (chapter 18c: pairs, operators, $and/$or/$not)
     as_of: float | None = None     # what was true then: formed at or before, and not yet superseded then (issue 36)
 
     def __post_init__(self):
@@ -287,7 +265,7 @@ def json_schema(cls: SearchFilter) -> dict:
             "since": {"type": "string", "description": "only memories formed at or after this ISO-8601 time"},
             "until": {"type": "string", "description": "only memories formed at or before this ISO-8601 time"},
             "store": {"type": "string", "enum": list(STORES), "description": "only the episodic or the semantic store"},
-            "metadata": {"type": "object", "description": "only memories whose metadata has all these key: value pairs"},
+            "metadata": {"type": "object", "description": "only memories whose metadata passes this filter: key: value pairs (exact), or key: {op: operand} with op one of $eq $ne $in $nin $gt $gte $lt $lte $contains $exists, and $and/$or (lists of filters), $not (a filter); a missing key passes only $exists: false"},
             "as_of": {"type": "string", "description": "what was true at this ISO-8601 time: memories formed by then and not yet replaced then"}}
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #22bb4f4e
@@ -315,10 +293,11 @@ def mask(self: _Index, flt: SearchFilter | None = None) -> np.ndarray:
     if flt.since is not None: mask &= self.created[:n] >= flt.since
     if flt.until is not None: mask &= self.created[:n] <= flt.until
     if flt.store is not None: mask &= self.store[:n] == STORES.index(flt.store)
-    if flt.metadata:
+    if flt.metadata:  # an empty metadata may pass ($exists: false, $not): decided once for every '{}'
+        empty = metadata_matches({}, flt.metadata)
         for p in np.flatnonzero(mask):
             text = self.metadata[p]
-            if text == "{}" or not metadata_matches(json.loads(text), flt.metadata): mask[p] = False
+            if not (empty if text == "{}" else metadata_matches(json.loads(text), flt.metadata)): mask[p] = False
     return mask
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #70d727b7

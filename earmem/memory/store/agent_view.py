@@ -442,14 +442,15 @@ def inject(self: MemoryTools, query: str | None = None, search_id: str | None = 
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #572c7bf2
 from ..rules.hygiene import to_epoch
+from ..rules.metadata_filter import metadata_matches
 
 def _listed(r: MemoryRecord, flt: SearchFilter) -> bool:
-    "Whether record `r` passes `flt` the way a search narrows: kinds, entities (any, case-insensitive), store, time range, metadata pairs, held at `as_of`."
+    "Whether record `r` passes `flt` the way a search narrows: kinds, entities (any, case-insensitive), store, time range, metadata (chapter 18c's `metadata_matches`), held at `as_of`."
     fold, t = (lambda xs: {x.casefold() for x in xs}), to_epoch(r.timestamp, "timestamp")
     held = flt.as_of is None or (r.status != "retracted" and t <= flt.as_of and (r.valid_to is None or to_epoch(r.valid_to, "valid_to") > flt.as_of))
     return held and ((flt.kinds is None or r.kind in flt.kinds) and (flt.entities is None or bool(fold(flt.entities) & fold(r.entities)))
             and (flt.store is None or r.store == flt.store) and (flt.since is None or t >= flt.since)
-            and (flt.until is None or t <= flt.until) and all(r.metadata.get(k) == v for k, v in (flt.metadata or {}).items()))
+            and (flt.until is None or t <= flt.until) and metadata_matches(r.metadata, flt.metadata or {}))
 
 @patch
 def list(self: MemoryTools, limit: int = 100, offset: int = 0, include_retracted: bool = False, **filters) -> dict:

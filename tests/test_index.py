@@ -539,3 +539,25 @@ def test_entity_scoped_dedupe_decides_like_the_exact_rule(tmp_path):
     # items without entities still go through the graph, which may miss a row: every named item must agree
     assert 50 < merged < 250 and kinds_of == {"old", "new"} and all(a == b for a, b, it in zip(named, truth, items) if it["entities"])
     s.close()
+
+
+def test_recall_guard_falls_back_to_exact_scans_when_the_widest_list_fails(tmp_path):
+    "Issue 42: a graph that stays below the target at the guard's widest list is given up — later searches are exact scans, and the answer is the exact one."
+    from earmem.memory.index.graph import RecallGuard
+    rng = np.random.default_rng(11)
+    V = _unit(rng, 3000, 64)
+    s = _store(tmp_path / "s", 64); _force(s)
+    s.add_many([{"text": f"memory {i}", "kind": "fact", "id": f"m{i}", "entities": [f"e{i}"]} for i in range(3000)], embeddings=V)
+    b = s._backend; b.save_index()
+    bad = VectorIndex(64, connectivity=4, expansion_add=4); bad.add(b._seq[np.arange(3000)], b.index.E[:3000], threads=1)
+    b.ann, b.ann.ef = bad, 1
+    b.ann.guard = RecallGuard(every=1, window=3, target=0.999, most=1)   # no widening to try: the first bad window gives up
+    Q = _unit(rng, 8, 64)
+    with pytest.warns(RuntimeWarning, match="exact scans from now on"):
+        for q in Q[:3]: s.search(q, k=10, min_relevance=-1)
+    assert b.ann.guard.exact and b.ann.guard.history[-1][2] == "exact"
+    for q in Q[3:]:
+        got = s.search(q, k=10, min_relevance=-1).ids
+        want = [f"m{i}" for i in np.argsort(-(V @ q), kind="stable")[:10]]
+        assert set(got) == set(want), (got, want)
+    s.close()

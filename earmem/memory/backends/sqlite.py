@@ -300,7 +300,7 @@ WIDEN_MAX = 640     # the longest search list a graph search widens to while its
 def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int) -> np.ndarray:
     "Rows among `allowed` to score exactly: all when few pass (pre-filter), else the graph's nearest passing (its search list doubled while the cosines of their exact top K change, up to `WIDEN_MAX` times the guard's factor) plus the pending."
     count, want = np.count_nonzero(allowed), max(40, OVERSAMPLE * K)
-    if count <= max(self.prefilter_rows, want) or not self._use_graph(): return np.flatnonzero(allowed)
+    if count <= max(self.prefilter_rows, want) or not self._use_graph() or self.ann.guard.exact: return np.flatnonzero(allowed)   # few, no graph, or the guard gave up on it
     def passes(keys):
         p = self._rows_of(keys); ok = p >= 0
         ok[ok] = allowed[p[ok]]

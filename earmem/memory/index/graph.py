@@ -26,6 +26,7 @@ class RecallGuard:
     def __init__(self, every: int = GUARD_EVERY, window: int = GUARD_WINDOW, target: float = GUARD_TARGET, most: int = GUARD_MAX):
         self.every, self.window, self.target, self.most = every, window, target, most
         self.seen, self.factor, self.checks, self.history = 0, 1, [], []  # history: (searches seen, estimate, new factor) of each widening
+        self.exact = False  # the longest list did not hold the target either: the caller answers with exact scans
 
     def due(self) -> bool:
         "Count a search; True for the one in `every` to check exactly."
@@ -41,6 +42,10 @@ class RecallGuard:
             self.factor = min(self.most, 2 * self.factor); self.checks = []; self.history.append((self.seen, est, self.factor))
             warnings.warn(f"graph index: recall@{len(exact)} estimated at {est:.3f} over the last {self.window} checked searches "
                           f"(target {self.target}); searching with a {self.factor}× longer candidate list", RuntimeWarning, stacklevel=3)
+        elif len(self.checks) == self.window and est < self.target and not self.exact:   # widest already: the graph cannot hold it
+            self.exact = True; self.history.append((self.seen, est, "exact"))
+            warnings.warn(f"graph index: recall@{len(exact)} estimated at {est:.3f} with a {self.factor}× longer list (target "
+                          f"{self.target}); answering with exact scans from now on (slower, exact)", RuntimeWarning, stacklevel=3)
         return r
 
     @property

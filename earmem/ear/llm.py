@@ -58,6 +58,7 @@ class ChatClient:
         self.retries, self.retry_wait = check_int(retries, "retries", 0), check_number(retry_wait, "retry_wait", 0)
         self.temperature, self.max_tokens, self.extra_body = temperature, max_tokens, dict(extra_body or {})
         self.requests = 0  # HTTP requests sent (retries included)
+        self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "replies": 0}  # as servers report it
         self._opener = urllib.request.build_opener(*([urllib.request.ProxyHandler({})] if _is_loopback(parts.hostname) else []))
 
 # %% ../../nbs/ear/06_llm.ipynb #92dd14ab
@@ -97,7 +98,7 @@ def _post(self: ChatClient, data: bytes) -> bytes:
 @patch
 def _content(self: ChatClient, raw: bytes) -> str:
     "The assistant's text in a raw chat-completion response; a RuntimeError naming the URL when there is none."
-    try: msg = json.loads(raw)["choices"][0]["message"]; content = msg["content"]
+    try: reply = json.loads(raw); msg = reply["choices"][0]["message"]; content = msg["content"]
     except (ValueError, KeyError, IndexError, TypeError):
         raise RuntimeError(f"LLM endpoint {self.url} sent a response that is not a chat completion: "
                            f"{raw[:300].decode('utf-8', 'replace')}") from None
@@ -105,7 +106,23 @@ def _content(self: ChatClient, raw: bytes) -> str:
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
     if not isinstance(content, str):
         raise RuntimeError(f"LLM endpoint {self.url} sent a completion without text content: {msg!r:.300}")
+    self._tally(reply.get("usage"))
     return content
+
+@patch
+def _tally(self: ChatClient, usage) -> None:
+    "Add a reply's `usage` (prompt, completion, total tokens) to `self.usage`; a reply without one (or a malformed one) adds nothing."
+    if not isinstance(usage, dict): return
+    got = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in got.values() if v is not None): return
+    if got["total_tokens"] is None: got["total_tokens"] = (got["prompt_tokens"] or 0) + (got["completion_tokens"] or 0)
+    for k, v in got.items(): self.usage[k] += v or 0
+    self.usage["replies"] += 1
+
+@patch(as_prop=True)
+def tokens(self: ChatClient) -> int | None:
+    "Total tokens the server reported over this client's replies; None while no reply has reported usage."
+    return self.usage["total_tokens"] if self.usage["replies"] else None
 
 # %% ../../nbs/ear/06_llm.ipynb #74df8cd0
 def _check_messages(messages) -> list:

@@ -72,7 +72,11 @@ class LLMRelevanceScorer(LLMScorer):
                  batch_size: int = 10, timeout: float = 30.0, retries: int = 1, structured: bool = True, client=None):
         super().__init__(base_url, model, api_key, timeout=timeout, retries=retries, batch_size=batch_size, strict=True, client=client)
         self.structured = bool(structured) and _takes_format(self.client)
-        self.tokens = None  # the chat client does not report usage
+
+    @property
+    def tokens(self) -> int | None:
+        "Tokens the server reported over this scorer's requests (chapter 06's `ChatClient.tokens`); None while it reports none."
+        return self.client.tokens
 
     def _ask(self, messages: list, parse):
         "Send `messages` until `parse(reply)` succeeds (1 + retries tries); None when it never does."
@@ -306,7 +310,7 @@ def _rerank(self: MemoryStore, plan: Rerank, cands, rows: np.ndarray, score: np.
     t2, tokens = time.perf_counter(), getattr(plan.scorer, "tokens", None)
     summary = {"scorer": scorer_name(plan.scorer), "stage": stage + 1, "budget": b, "scorer_calls": bought, "reused": reused,
                "completed": int((sources == "completed").sum()), "semantic": int((sources == "semantic").sum()),
-               "tokens": None if tokens is None or tokens0 is None else tokens - tokens0,
+               "tokens": None if tokens is None else tokens - (tokens0 or 0),
                "ms": round(1e3 * (t2 - t0), 2), "completion_ms": round(1e3 * (t2 - t1), 2), "failure": failure}
     return mixed, (mixed if got else rel), RerankReport(sources, mixed, summary)
 

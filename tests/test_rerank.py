@@ -250,3 +250,35 @@ def test_an_older_schema_gets_the_tables(pg_url):
     with w.write(): assert w.log_experience(1.0, "q", np.ones(8, np.float32).tobytes(), ["m1"], [0.5], "sim") == 1
     assert [(x[0], x[3]) for x in r.experience_rows()] == [(1, [("m1", 0.5, "sim")])]   # the reader sees them now
     w._q("DROP SCHEMA {s} CASCADE"); r.close(); w.close()
+
+
+def tiny_cross_encoder(where: Path) -> Path:
+    "A real one-label BERT cross-encoder, two small layers with random weights and the bundled MiniLM's tokenizer, saved to `where`."
+    import shutil, torch
+    from transformers import BertConfig, BertForSequenceClassification
+    from earmem.core import _bundled_model_path
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                     max_position_embeddings=128, num_labels=1)
+    BertForSequenceClassification(cfg).save_pretrained(where)
+    src = Path(_bundled_model_path())
+    for f in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"): shutil.copy(src / f, where / f)
+    return where
+
+
+def test_a_real_cross_encoder_reranks_by_its_own_scores(tmp_path):
+    """A sentence-transformers CrossEncoder loaded by path (a tiny one built here: none ships offline) scores the candidates;
+    the observed scores are exactly the model's, the hits are in their order, and the matrix keeps them under its name."""
+    pytest.importorskip("sentence_transformers")
+    from sentence_transformers import CrossEncoder
+    from earmem.memory.store import CrossEncoderScorer
+    path = tiny_cross_encoder(tmp_path / "ce")
+    scorer = CrossEncoderScorer(str(path))
+    with fill(tmp_path / "s") as st:
+        hits = st.search("what does Cleo like?", k=5, rerank=Rerank(scorer, n_candidates=12))
+        assert hits.rerank["failure"] is None and hits.rerank["scorer_calls"] == 12 == scorer.calls
+        assert all(h.reranked["source"] == "observed" for h in hits)
+        own = CrossEncoder(str(path)).predict([("what does Cleo like?", h.text) for h in hits])
+        np.testing.assert_allclose([h.reranked["score"] for h in hits], own, rtol=1e-4, atol=1e-5)
+        assert all(0.0 <= s <= 1.0 for s in own) and list(own) == sorted(own, reverse=True)
+        assert st.experience_stats()["scorers"] == {f"cross-encoder:{path}": 12}

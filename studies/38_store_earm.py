@@ -71,11 +71,14 @@ def with_stages(sem_rows, plan_rows):
     return [{**s, "stage": p["stage"]} for s, p in zip(sem_rows, plan_rows)]
 
 
-def study(seeds, banks=None, max_queries=None, progress=False) -> dict:
+def study(seeds, banks=None, max_queries=None, progress=False, rank=8, part="all", policies=("semantic", "full", "earm")) -> dict:
     from earmem.core import Encoder
     from earmem.experiments.data import load_locomo
     from earmem.memory.store import Rerank, SimulatedScorer
     bench, enc = load_locomo(), Encoder()
+    if part != "all":   # whole conversations held out (chapter 31a's conversation split): only these stores
+        from earmem.cli.store_study import conversation_split
+        banks = sorted({q.bank for q in conversation_split(bench)[part]})
     mbanks = bench.memory_banks(enc, stores=("episodic",), progress=progress)
     streams = []
     for b, mb in mbanks.items():
@@ -92,22 +95,24 @@ def study(seeds, banks=None, max_queries=None, progress=False) -> dict:
             rows = {"semantic": [], "full": [], "earm": []}
             for n, (b, mb, qs) in enumerate(streams):
                 block = max(1, math.ceil(len(qs) / 14))
-                earm = Rerank(SimulatedScorer(gold, seed=s), n_candidates=200, block_size=block, rank=8, seed=s)
+                earm = Rerank(SimulatedScorer(gold, seed=s), n_candidates=200, block_size=block, rank=rank, seed=s)
                 full = Rerank(SimulatedScorer(gold, seed=s), n_candidates=200, budgets=(200,), block_size=block, rank=2, seed=s)
                 e = run_stream(Path(d) / f"e{s}-{b}", enc, mb, qs, earm)
                 rows["earm"] += e
-                rows["full"] += run_stream(Path(d) / f"f{s}-{b}", enc, mb, qs, full)
-                if s == seeds[0]: rows["semantic"] += with_stages(run_stream(Path(d) / f"s-{b}", enc, mb, qs, None), e)
+                if "full" in policies: rows["full"] += run_stream(Path(d) / f"f{s}-{b}", enc, mb, qs, full)
+                if s == seeds[0] and "semantic" in policies: rows["semantic"] += with_stages(run_stream(Path(d) / f"s-{b}", enc, mb, qs, None), e)
                 if progress: print(f"  seed {s}: {n + 1}/{len(streams)} conversations, {time.time() - t0:.0f} s", file=sys.stderr)
-            for p in per: per[p].append(rows[p] if rows[p] else per["semantic"][0])
-    out = {p: summarise(v) for p, v in per.items()}
-    full_calls = sum(r["calls"] for r in per["full"][0])
-    out["earm_share_of_full_calls"] = float(np.mean([sum(r["calls"] for r in rows) / full_calls for rows in per["earm"]]))
+            for p in per:
+                if rows[p] or per[p]: per[p].append(rows[p] if rows[p] else per[p][0])
+    out = {p: summarise(v) for p, v in per.items() if v}
+    full_calls = sum(r["calls"] for r in per["full"][0]) if per["full"] else None   # Full not run: no share
+    out["earm_share_of_full_calls"] = float(np.mean([sum(r["calls"] for r in rows) / full_calls for rows in per["earm"]])) if full_calls else None
     out["completion_ms_median"] = float(np.median([r["completion_ms"] for rows in per["earm"] for r in rows]))
     out["questions"], out["seeds"], out["seconds"] = len(per["earm"][0]), list(seeds), round(time.time() - t0)
+    out["rank"], out["part"], out["banks"] = rank, part, [b for b, _, _ in streams]
     T = max(r["t"] for r in per["earm"][0]) + 1
     out["calls_by_position"] = {p: [float(np.mean([r["calls"] for rows in per[p] for r in rows if r["t"] == t])) for t in range(T)]
-                                for p in ("full", "earm")}
+                                for p in ("full", "earm") if per[p]}
     return out
 
 
@@ -123,14 +128,14 @@ def figure(out, path):
     fig.tight_layout(); fig.savefig(path, dpi=120); plt.close(fig)
 
 
-def harness(seeds, banks=None, max_queries=None, progress=False) -> dict:
-    "Chapter 15's Mixed (rank 8) and Semantic on the same questions: Recall@10 per stage."
+def harness(seeds, banks=None, max_queries=None, progress=False, rank=8) -> dict:
+    "Chapter 15's Mixed (at `rank`) and Semantic on the same questions: Recall@10 per stage."
     from earmem.core import Encoder
     from earmem.experiments.data import load_locomo
     from earmem.experiments.earm import run_earm
-    r = run_earm(load_locomo(), Encoder(), seeds=tuple(seeds), ranks=(8,), beyond=False, baselines=False,
+    r = run_earm(load_locomo(), Encoder(), seeds=tuple(seeds), ranks=(rank,), beyond=False, baselines=False,
                  banks=tuple(banks) if banks else None, max_queries=max_queries, progress=progress)
-    return {p: {g: v.get("recall@10") for g, v in r["metrics"][p].items()} for p in ("semantic", "full", "mixed-r8")}
+    return {p: {g: v.get("recall@10") for g, v in r["metrics"][p].items()} for p in ("semantic", "full", f"mixed-r{rank}")}
 
 
 def latency(n_memories=10_000, n_queries=1_000, N=200, budget=35, timed=100, seed=0) -> dict:
@@ -171,13 +176,15 @@ def table(out) -> str:
     "Recall@10 and scorer calls per query, per stage, mean ± std over seeds (and the harness's Recall@10 when run)."
     lines = ["| policy | " + " | ".join(("all",) + STAGES) + " |", "|---" * 6 + "|"]
     for p in ("semantic", "full", "earm"):
+        if p not in out: continue
         lines.append(f"| {p} R@10 | " + " | ".join(_pm(out[p].get(g, {}).get("recall@10")) for g in ("all",) + STAGES) + " |")
         lines.append(f"| {p} calls/query | " + " | ".join(_pm(out[p].get(g, {}).get("calls")) for g in ("all",) + STAGES) + " |")
     for p, v in out.get("harness", {}).items():
         lines.append(f"| harness {p} R@10 | " + " | ".join(_pm(v.get(g)) for g in ("all",) + STAGES) + " |")
-    lines.append(f"\nEARM's scorer calls: {100 * out['earm_share_of_full_calls']:.1f} % of Full's over the stream; "
+    share = out["earm_share_of_full_calls"]
+    lines.append(f"\nEARM's scorer calls: {'—' if share is None else f'{100 * share:.1f}'} % of Full's over the stream; "
                  f"completion + mixing median {out['completion_ms_median']:.2f} ms per search; {out['questions']} questions, "
-                 f"seeds {out['seeds']}, {out['seconds']} s")
+                 f"seeds {out['seeds']}, completion rank {out['rank']}, conversations {out['part']} {out['banks']}, {out['seconds']} s")
     return "\n".join(lines)
 
 
@@ -190,10 +197,15 @@ def main(argv=None):
     ap.add_argument("--latency", action="store_true", help="only the latency benchmark (10,000 memories, 1,000 past queries)")
     ap.add_argument("--json", metavar="OUT", help="write the figures to OUT")
     ap.add_argument("--figure", metavar="PNG", help="plot scorer calls per search over the stream to PNG")
+    ap.add_argument("--rank", type=int, default=8, help="EARM's completion rank r (default 8, the harness's)")
+    ap.add_argument("--part", default="all", choices=("all", "dev", "test"),
+                    help="only the dev or test conversations of chapter 31a's conversation split (choose settings on dev, report test once)")
+    ap.add_argument("--policies", nargs="+", default=["semantic", "full", "earm"], choices=("semantic", "full", "earm"))
     ap.add_argument("--progress", action="store_true")
     a = ap.parse_args(argv)
-    out = {"latency": latency()} if a.latency else study(a.seeds, a.banks, a.max_queries, a.progress)
-    if a.harness and not a.latency: out["harness"] = harness(a.seeds, a.banks, a.max_queries, a.progress)
+    if "earm" not in a.policies: ap.error("--policies: must include earm (its stream labels the stages)")
+    out = {"latency": latency()} if a.latency else study(a.seeds, a.banks, a.max_queries, a.progress, a.rank, a.part, tuple(a.policies))
+    if a.harness and not a.latency: out["harness"] = harness(a.seeds, out["banks"], a.max_queries, a.progress, a.rank)
     if a.json: Path(a.json).write_text(json.dumps(out, indent=1))
     if a.figure and not a.latency: figure(out, a.figure)
     print(table(out) if not a.latency else json.dumps(out, indent=1))

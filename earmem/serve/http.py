@@ -12,7 +12,8 @@ from ..memory.store import MemoryStore
 from ..memory.service.users import StorePool, server_max_open
 from ..memory.store.trust import server_guard
 from .access import load_keys, protect, require_keys
-from .mcp import load_encoder, require
+from .mcp import _say, load_encoder, require
+from ..memory.service.auto_consolidate import AutoConsolidation
 try:
     from fastapi import Body, FastAPI, Query, Request
     from fastapi.exceptions import RequestValidationError
@@ -217,5 +218,6 @@ def serve_http(store_path: str | Path, host: str = "127.0.0.1", port: int = 8766
     pool = StorePool(store_path, namespace=namespace, on_open=server_guard(authenticated=bool(keys)), max_open=server_max_open())  # EARMEM_FEEDBACK_GUARD, chapter 23c
     try:
         load_encoder(pool)                             # before uvicorn says it listens: the first request does not wait for the model
-        uvicorn.run(protect(create_app(pool), pool, host=host, keys=keys), host=host, port=port, log_level="warning")
+        with AutoConsolidation(pool, say=_say):        # $EARMEM_CONSOLIDATE_EVERY new feedback rows → a pooled run (chapter 24b)
+            uvicorn.run(protect(create_app(pool), pool, host=host, keys=keys), host=host, port=port, log_level="warning")
     finally: pool.close()

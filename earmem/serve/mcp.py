@@ -12,6 +12,7 @@ from ..memory.store.agent_view import (ArgumentError, MemoryTools, TOOL_DESCRIPT
                                  tool_schema, tools_for)
 from ..memory.store import MemoryStore
 from ..memory.service.users import StorePool, server_max_open
+from ..memory.service.auto_consolidate import AutoConsolidation
 from ..memory.store.trust import server_guard
 from .access import Limits, clean_message, json_nesting, limit_problem, load_keys, protect, require_keys
 
@@ -169,11 +170,12 @@ def serve_mcp(store_path: str | Path, transport: str = "stdio", host: str = "127
     try:
         load_encoder(pool)                             # before the server answers: its first call does not wait for the model
         server = build_mcp_server(pool)
-        if transport == "stdio":
-            _say(f"ready: MCP over stdio for {'user ' + repr(namespace) if namespace else 'every user'} of {store_path} (requests on stdin, answers on stdout)")
-            require("anyio", "mcp").run(_serve_stdio, server)
-        else: require("uvicorn", "server").run(protect(server.streamable_http_app(host=host), pool, host=host, keys=keys),
-                                               host=host, port=port, log_level="warning")
+        with AutoConsolidation(pool, say=_say):        # $EARMEM_CONSOLIDATE_EVERY new feedback rows → a pooled run (chapter 24b)
+            if transport == "stdio":
+                _say(f"ready: MCP over stdio for {'user ' + repr(namespace) if namespace else 'every user'} of {store_path} (requests on stdin, answers on stdout)")
+                require("anyio", "mcp").run(_serve_stdio, server)
+            else: require("uvicorn", "server").run(protect(server.streamable_http_app(host=host), pool, host=host, keys=keys),
+                                                   host=host, port=port, log_level="warning")
     finally: pool.close()
 
 def main(argv: list | None = None) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch
-from ...core import Encoder, atomic_write_json, check_positive_int, default_cache_dir, quiet_model_loading, require_research, unit_rows
+from ...core import Encoder, atomic_write_json, check_int, check_positive_int, default_cache_dir, quiet_model_loading, require_research, unit_rows
 from ..index.graph import round_f16
 from ..rules.hygiene import encoder_from_id, iso
 from ..backends.boundary import LEARNER_DIR, MANIFEST_NAME, fsync_tree
@@ -349,10 +349,14 @@ def revert_encoder(self: MemoryStore, progress: bool = True) -> dict:
     return out
 
 @patch
+def new_feedback(self: MemoryStore, limit: int | None = None) -> int:
+    "Feedback rows logged since the store's encoder was last consolidated on its log (counted up to `limit`; rows, not seq numbers)."
+    return len(self._backend.feedback_rows(after=(self.lineage or {}).get("last_feedback", 0), limit=limit))
+
+@patch
 def maybe_consolidate(self: MemoryStore, min_new_rows: int = 200, **kwargs) -> dict | None:
     "Consolidate when at least `min_new_rows` feedback rows were logged since the last consolidation (None otherwise)."
-    new = self._backend.last_feedback() - (self.lineage or {}).get("last_feedback", 0)
-    return self.consolidate(**kwargs) if new >= min_new_rows else None
+    return self.consolidate(**kwargs) if self.new_feedback(limit=check_int(min_new_rows, "min_new_rows", 1)) >= min_new_rows else None
 
 # %% ../../../nbs/memory/store/23d_consolidate.ipynb #2cafed93
 def consolidate_shared(stores: Sequence[MemoryStore], folder: str | Path, targets: Sequence[MemoryStore] | None = None,

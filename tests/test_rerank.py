@@ -180,7 +180,8 @@ def test_cli_stats_shows_the_matrix(tmp_path):
     r = subprocess.run([sys.executable, "-m", "earmem.cli", "memory", "stats", "-s", str(tmp_path / "s"), "--json"],
                        capture_output=True, text=True, env=env, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["reranking"] == {"queries": 1, "scores": 20, "memories": 20, "scorers": {"simulated": 20}}
+    assert json.loads(r.stdout)["reranking"] == {"queries": 1, "scores": 20, "memories": 20, "scorers": {"simulated": 20},
+                                                 "completed": 0, "completed_share": 0.0}
 
 
 def test_an_update_in_another_handle_drops_the_old_scores(place):
@@ -221,7 +222,8 @@ def test_scores_go_with_their_memory(place):
         again = other.search("what does Ann like?", k=5, rerank=plan)   # rebuilt from what remains: the erased are not reused
         assert again.rerank["reused"] == 41 - 4                          # every score of the first asking but the 4 erased
         st.clear()
-        assert scored(other) == {} and other.experience_stats() == {"queries": 0, "scores": 0, "memories": 0, "scorers": {}}
+        assert scored(other) == {} and other.experience_stats() == {"queries": 0, "scores": 0, "memories": 0, "scorers": {},
+                                                                                  "completed": 0, "completed_share": 0.0}
 
 
 def test_a_failed_write_logs_nothing(place):
@@ -249,6 +251,11 @@ def test_an_older_schema_gets_the_tables(pg_url):
     w = PostgresBackend(pg_url, 8, schema=schema)                    # a writer's _ensure_schema runs chapter 20c's UPGRADES
     with w.write(): assert w.log_experience(1.0, "q", np.ones(8, np.float32).tobytes(), ["m1"], [0.5], "sim") == 1
     assert [(x[0], x[3]) for x in r.experience_rows()] == [(1, [("m1", 0.5, "sim")])]   # the reader sees them now
+    w._q("ALTER TABLE {s}.experience_queries DROP COLUMN completed"); w.close()   # tables made before searches counted completions
+    assert r.experience_counts()["completed"] == 0                                 # a reader copes without the column
+    w = PostgresBackend(pg_url, 8, schema=schema)                                  # the next writer adds it
+    with w.write(): w.log_experience(2.0, "q2", np.ones(8, np.float32).tobytes(), ["m2"], [0.4], "sim", completed=6)
+    assert (r.experience_counts()["completed"], w.experience_counts()["queries"]) == (6, 2)
     w._q("DROP SCHEMA {s} CASCADE"); r.close(); w.close()
 
 

@@ -13,12 +13,14 @@ __all__ = ['PG_EXPERIENCE', 'RESILIENT_EXPERIENCE']
 # %% ../../../nbs/memory/backends/20ea_postgres_experience.ipynb #38e0a007
 PG_EXPERIENCE = [
     "CREATE TABLE IF NOT EXISTS {s}.experience_queries (namespace TEXT NOT NULL, seq BIGINT NOT NULL, at DOUBLE PRECISION NOT NULL, "
-    "text TEXT NOT NULL, vector BYTEA NOT NULL, PRIMARY KEY (namespace, seq))",
+    "text TEXT NOT NULL, vector BYTEA NOT NULL, completed INTEGER, PRIMARY KEY (namespace, seq))",
     "CREATE TABLE IF NOT EXISTS {s}.experience_scores (namespace TEXT NOT NULL, query BIGINT NOT NULL, pos INTEGER NOT NULL, "
     "memory_id TEXT NOT NULL, score DOUBLE PRECISION NOT NULL, scorer TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, "
     "PRIMARY KEY (namespace, query, memory_id))",
     "CREATE INDEX IF NOT EXISTS experience_memory ON {s}.experience_scores (namespace, memory_id)"]
 if not any(t == "experience_scores" for t, _, _ in UPGRADES): UPGRADES.append(("experience_scores", "memory_id", PG_EXPERIENCE))
+if not any(t == "experience_queries" for t, _, _ in UPGRADES):   # tables of an earlier earmem: how many scores a search completed
+    UPGRADES.append(("experience_queries", "completed", PG_EXPERIENCE + ["ALTER TABLE {s}.experience_queries ADD COLUMN IF NOT EXISTS completed INTEGER"]))
 
 @patch
 def has_experience(self: PostgresBackend) -> bool:
@@ -35,12 +37,14 @@ def _in_write(b: PostgresBackend, what: str):
         raise RuntimeError(f"{what}: call it inside the backend's write() transaction (its writes commit together or not at all)")
 
 @patch
-def log_experience(self: PostgresBackend, at: float, text: str, vector: bytes, ids: list, scores: list, scorer: str) -> int:
-    "Inside `write`: one reranked query (text, vector) and its observed scores of memories `ids`; returns the query's seq in the namespace."
+def log_experience(self: PostgresBackend, at: float, text: str, vector: bytes, ids: list, scores: list, scorer: str,
+                   completed: int | None = None) -> int:
+    "Inside `write`: one reranked query (text, vector), its observed scores of memories `ids` and how many it `completed`; returns the query's seq in the namespace."
     _in_write(self, "log_experience")
     seq = int(self._q("INSERT INTO {s}.meta AS m VALUES (%s, 'experience_seq', '1') ON CONFLICT (namespace, key) "
                       "DO UPDATE SET value = (m.value::bigint + 1)::text RETURNING value", (self.namespace,)).fetchone()[0])
-    self._q("INSERT INTO {s}.experience_queries VALUES (%s, %s, %s, %s, %s)", (self.namespace, seq, float(at), text, bytes(vector)))
+    self._q("INSERT INTO {s}.experience_queries (namespace, seq, at, text, vector, completed) VALUES (%s, %s, %s, %s, %s, %s)",
+            (self.namespace, seq, float(at), text, bytes(vector), None if completed is None else int(completed)))
     with self.db.cursor() as cur:
         cur.executemany(f"INSERT INTO {self.schema}.experience_scores VALUES (%s, %s, %s, %s, %s, %s, %s)",
                         [(self.namespace, seq, i, m, float(s), scorer, float(at)) for i, (m, s) in enumerate(zip(ids, scores))])
@@ -82,12 +86,15 @@ def experience_erasures(self: PostgresBackend) -> int:
 # %% ../../../nbs/memory/backends/20ea_postgres_experience.ipynb #38e0a019
 @patch
 def experience_counts(self: PostgresBackend) -> dict:
-    "The namespace's reranking experience: queries, observed scores, memories with a score, and the scorers that gave them."
-    if not self.has_experience(): return {"queries": 0, "scores": 0, "memories": 0, "scorers": {}}
+    "The namespace's reranking experience: queries, observed scores, memories with a score, the scorers that gave them, and the scores searches completed."
+    if not self.has_experience(): return {"queries": 0, "scores": 0, "memories": 0, "scorers": {}, "completed": 0}
     n = self._q("SELECT (SELECT count(*) FROM {s}.experience_queries WHERE namespace=%s), count(*), count(DISTINCT memory_id) "
                 "FROM {s}.experience_scores WHERE namespace=%s", (self.namespace,) * 2).fetchone()
+    has = "SELECT 1 FROM information_schema.columns WHERE table_schema=%s AND table_name='experience_queries' AND column_name='completed'"
+    done = self._q("SELECT COALESCE(SUM(completed), 0) FROM {s}.experience_queries WHERE namespace=%s", (self.namespace,)).fetchone() \
+        if self._q(has, (self.schema,)).fetchone() else (0,)   # a reader of an earlier schema: no column yet
     by = self._q("SELECT scorer, count(*) FROM {s}.experience_scores WHERE namespace=%s GROUP BY scorer ORDER BY scorer", (self.namespace,))
-    return {"queries": int(n[0]), "scores": int(n[1]), "memories": int(n[2]), "scorers": {s: int(c) for s, c in by}}
+    return {"queries": int(n[0]), "scores": int(n[1]), "memories": int(n[2]), "scorers": {s: int(c) for s, c in by}, "completed": int(done[0])}
 
 RESILIENT_EXPERIENCE = ("has_experience", "log_experience", "experience_rows", "erase_experience", "experience_erasures", "experience_counts")
 for _name in RESILIENT_EXPERIENCE: setattr(PostgresBackend, _name, _resilient(getattr(PostgresBackend, _name)))

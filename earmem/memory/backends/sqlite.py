@@ -533,16 +533,20 @@ def stage_vectors(self: SQLiteBackend, vectors: dict) -> dict:
 # %% ../../../nbs/memory/backends/20b_sqlite.ipynb #09a700db
 EXPERIENCE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS experience_queries (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, "
-    "text TEXT NOT NULL, vector BLOB NOT NULL)",
+    "text TEXT NOT NULL, vector BLOB NOT NULL, completed INTEGER)",
     "CREATE TABLE IF NOT EXISTS experience_scores (query INTEGER NOT NULL, memory_id TEXT NOT NULL, score REAL NOT NULL, "
     "scorer TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (query, memory_id))",
     "CREATE INDEX IF NOT EXISTS experience_memory ON experience_scores(memory_id)")
 
 @patch
-def log_experience(self: SQLiteBackend, at: float, text: str, vector: bytes, ids: list, scores: list, scorer: str) -> int:
-    "Inside `write`: one reranked query (text, vector) and its observed scores of memories `ids`; returns the query's seq."
+def log_experience(self: SQLiteBackend, at: float, text: str, vector: bytes, ids: list, scores: list, scorer: str,
+                   completed: int | None = None) -> int:
+    "Inside `write`: one reranked query (text, vector), its observed scores of memories `ids` and how many it `completed`; returns the query's seq."
     for stmt in EXPERIENCE_SCHEMA: self.db.execute(stmt)
-    seq = self.db.execute("INSERT INTO experience_queries (at, text, vector) VALUES (?, ?, ?)", (at, text, vector)).lastrowid
+    if "completed" not in {r[1] for r in self.db.execute("PRAGMA table_info(experience_queries)")}:   # a table of an earlier earmem
+        self.db.execute("ALTER TABLE experience_queries ADD COLUMN completed INTEGER")
+    seq = self.db.execute("INSERT INTO experience_queries (at, text, vector, completed) VALUES (?, ?, ?, ?)",
+                          (at, text, vector, None if completed is None else int(completed))).lastrowid
     self.db.executemany("INSERT INTO experience_scores VALUES (?, ?, ?, ?, ?)",
                         [(seq, m, float(s), scorer, at) for m, s in zip(ids, scores)])
     return int(seq)

@@ -284,12 +284,12 @@ class RerankReport:
         return dict(self.summary)
 
 @patch
-def _log_experience(self: MemoryStore, ex: _Experience, text: str, q, observed: dict, scorer: str):
-    "Write this query and its observed scores in one transaction (not on a read-only store); note its seq and vector."
+def _log_experience(self: MemoryStore, ex: _Experience, text: str, q, observed: dict, scorer: str, completed: int | None = None):
+    "Write this query, its observed scores and how many it completed in one transaction (not on a read-only store); note its seq and vector."
     seq = ex.seq + 1
     if not self.readonly:
         with self._write():
-            seq = self._backend.log_experience(self.clock(), text, q.astype(np.float32).tobytes(), list(observed), list(observed.values()), scorer)
+            seq = self._backend.log_experience(self.clock(), text, q.astype(np.float32).tobytes(), list(observed), list(observed.values()), scorer, completed)
     ex.vectors = np.vstack([ex.vectors, q[None].astype(np.float32)])
     if seq != ex.seq + 1: self._experience = None   # another process logged in between: rebuild in the database's order
     ex.seq = seq
@@ -305,7 +305,8 @@ def _rerank(self: MemoryStore, plan: Rerank, cands, rows: np.ndarray, score: np.
     t1 = time.perf_counter()
     if got:
         mixed, sources, _ = self._complete_and_mix(ex, ids, got)
-        self._log_experience(ex, text, np.asarray(cands.q), {ids[i]: s for i, s in got.items()}, scorer_name(plan.scorer))
+        self._log_experience(ex, text, np.asarray(cands.q), {ids[i]: s for i, s in got.items()}, scorer_name(plan.scorer),
+                             int((sources == "completed").sum()))
     else: mixed, sources = score, np.full(len(ids), "semantic", object)   # nothing observed (the scorer failed): the search's own order
     t2, tokens = time.perf_counter(), getattr(plan.scorer, "tokens", None)
     summary = {"scorer": scorer_name(plan.scorer), "stage": stage + 1, "budget": b, "scorer_calls": bought, "reused": reused,
@@ -317,12 +318,16 @@ def _rerank(self: MemoryStore, plan: Rerank, cands, rows: np.ndarray, score: np.
 # %% ../../../nbs/memory/store/23dr_rerank.ipynb #b33120cb
 @patch
 def experience_stats(self: MemoryStore) -> dict:
-    "The reranking experience: queries, observed scores, memories with a score, and the scorers that gave them."
-    if callable(counts := getattr(self._backend, "experience_counts", None)): return counts()   # PostgreSQL (chapter 20ea)
-    db = self._backend.db
-    if not callable(getattr(self._backend, "experience_rows", None)) or not has_experience(db):
-        return {"queries": 0, "scores": 0, "memories": 0, "scorers": {}}
-    one = lambda sql: db.execute(sql).fetchone()[0]
-    return {"queries": one("SELECT COUNT(*) FROM experience_queries"), "scores": one("SELECT COUNT(*) FROM experience_scores"),
-            "memories": one("SELECT COUNT(DISTINCT memory_id) FROM experience_scores"),
-            "scorers": dict(db.execute("SELECT scorer, COUNT(*) FROM experience_scores GROUP BY scorer").fetchall())}
+    "The reranking experience: queries, observed scores, memories with a score, the scorers that gave them, and the share of scores completed."
+    if callable(counts := getattr(self._backend, "experience_counts", None)): out = counts()   # PostgreSQL (chapter 20ea)
+    elif not callable(getattr(self._backend, "experience_rows", None)) or not has_experience(db := self._backend.db):
+        out = {"queries": 0, "scores": 0, "memories": 0, "scorers": {}, "completed": 0}
+    else:
+        one = lambda sql: db.execute(sql).fetchone()[0]
+        has = "completed" in {r[1] for r in db.execute("PRAGMA table_info(experience_queries)")}   # a table of an earlier earmem may lack it
+        out = {"queries": one("SELECT COUNT(*) FROM experience_queries"), "scores": one("SELECT COUNT(*) FROM experience_scores"),
+               "memories": one("SELECT COUNT(DISTINCT memory_id) FROM experience_scores"),
+               "scorers": dict(db.execute("SELECT scorer, COUNT(*) FROM experience_scores GROUP BY scorer").fetchall()),
+               "completed": one("SELECT COALESCE(SUM(completed), 0) FROM experience_queries") if has else 0}
+    seen = out["scores"] + out["completed"]
+    return {**out, "completed_share": round(out["completed"] / seen, 4) if seen else 0.0}

@@ -289,3 +289,21 @@ def test_a_real_cross_encoder_reranks_by_its_own_scores(tmp_path):
         np.testing.assert_allclose([h.reranked["score"] for h in hits], own, rtol=1e-4, atol=1e-5)
         assert all(0.0 <= s <= 1.0 for s in own) and list(own) == sorted(own, reverse=True)
         assert st.experience_stats()["scorers"] == {f"cross-encoder:{path}": 12}
+
+
+def test_a_migration_carries_the_experience_both_ways(tmp_path, pg_url):
+    "migrate_store copies the bought scores (with each query's completed count) from SQLite to PostgreSQL and back; the copy reuses them."
+    from earmem.memory.service.migrate import migrate_store
+    ns = f"mig-{uuid.uuid4().hex[:8]}"
+    plan = Rerank(SimulatedScorer(GOLD), n_candidates=20, block_size=1, rank=2)
+    with fill(tmp_path / "s") as st:
+        for q in GOLD: st.search(q, k=5, rerank=plan)
+        paid = st.experience_stats()
+    assert paid["queries"] == 5 and paid["completed"] > 0
+    assert migrate_store(tmp_path / "s", pg_url, dst_namespace=ns)["experience"] == 5
+    assert migrate_store(pg_url, tmp_path / "back", src_namespace=ns)["experience"] == 5
+    for where, kw in ((pg_url, {"namespace": ns}), (tmp_path / "back", {})):
+        with MemoryStore(where, encoder=HashingEncoder(64), config=CONFIG, **kw) as st:
+            assert st.experience_stats() == paid
+            again = st.search("what does Ann like?", k=5, rerank=plan)   # asked before the move: nothing bought again
+            assert again.rerank["scorer_calls"] == 0 and again.rerank["reused"] > 0

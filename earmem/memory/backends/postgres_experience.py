@@ -61,6 +61,17 @@ def experience_rows(self: PostgresBackend, after: int = 0) -> list:
                    "FROM {s}.experience_queries q WHERE q.namespace=%s AND q.seq > %s ORDER BY q.seq", (self.namespace, int(after)))
     return [(int(seq), text, bytes(vec), list(zip(ms, [float(s) for s in ss], bys))) for seq, text, vec, ms, ss, bys in rows]
 
+@patch
+def dump_experience(self: PostgresBackend) -> list:
+    "Every reranked query of the namespace as `log_experience` takes it, in order: (at, text, vector, memory ids, scores, scorer, completed) — for a migration."
+    if not self.has_experience(): return []
+    has = self._q("SELECT 1 FROM information_schema.columns WHERE table_schema=%s AND table_name='experience_queries' "
+                  "AND column_name='completed'", (self.schema,)).fetchone()
+    meta = {int(q): (float(at), n) for q, at, n in self._q(f"SELECT seq, at, {'completed' if has else 'NULL'} FROM {{s}}.experience_queries "
+                                                            "WHERE namespace=%s", (self.namespace,))}
+    return [(meta[q][0], text, vec, [m for m, _, _ in c], [s for _, s, _ in c], c[0][2] if c else "", meta[q][1])
+            for q, text, vec, c in self.experience_rows()]
+
 # %% ../../../nbs/memory/backends/20ea_postgres_experience.ipynb #38e0a016
 @patch
 def erase_experience(self: PostgresBackend, ids: list | None = None) -> int:
@@ -96,5 +107,6 @@ def experience_counts(self: PostgresBackend) -> dict:
     by = self._q("SELECT scorer, count(*) FROM {s}.experience_scores WHERE namespace=%s GROUP BY scorer ORDER BY scorer", (self.namespace,))
     return {"queries": int(n[0]), "scores": int(n[1]), "memories": int(n[2]), "scorers": {s: int(c) for s, c in by}, "completed": int(done[0])}
 
-RESILIENT_EXPERIENCE = ("has_experience", "log_experience", "experience_rows", "erase_experience", "experience_erasures", "experience_counts")
+RESILIENT_EXPERIENCE = ("has_experience", "log_experience", "experience_rows", "dump_experience", "erase_experience", "experience_erasures",
+                        "experience_counts")
 for _name in RESILIENT_EXPERIENCE: setattr(PostgresBackend, _name, _resilient(getattr(PostgresBackend, _name)))

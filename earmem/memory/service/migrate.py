@@ -36,6 +36,12 @@ def _copy_log(a, b, rev) -> tuple:
     b._set_meta("next_id", max(int(b._meta("next_id")), int(a._meta("next_id"))))
     return len(rows), len(audit), {s: b.log_feedback(at, q, sl, lab, ln, c, v) for s, at, q, sl, lab, ln, c, v in a.dump_feedback()}
 
+def _copy_experience(a, b) -> int:
+    "Inside `b`'s write: `a`'s reranking experience (chapter 23dr's scores, bought from a scorer) logged into `b` in order; how many queries."
+    rows = a.dump_experience() if callable(getattr(a, "dump_experience", None)) else []
+    for r in rows: b.log_experience(*r)
+    return len(rows)
+
 def _copy_learner(a, b, seqs: dict) -> str | None:
     "`b`'s checkpoint of `a`'s current learner, at the feedback row it had learned up to (None: no learner yet)."
     if not a.learner: return None
@@ -44,7 +50,7 @@ def _copy_learner(a, b, seqs: dict) -> str | None:
 
 # %% ../../../nbs/memory/service/24a_migrate.ipynb #8cdd6e8d
 def migrate_store(src: str | Path, dst: str | Path, src_namespace: str = "default", dst_namespace: str = "default") -> dict:
-    "Copy the store at `src` into a new store at `dst` (folders or URLs): memories, audit, feedback log, learner."
+    "Copy the store at `src` into a new store at `dst` (folders or URLs): memories, audit, feedback log, reranking experience, learner."
     with MemoryStore(src, namespace=src_namespace, readonly=True) as a:
         shape = _ShapeOnly(a.manifest["encoder"], a.dim, a.manifest.get("probe"), a.manifest.get("encoder_record"))
         with MemoryStore(dst, encoder=shape, config=a.config, namespace=dst_namespace) as b:  # (a filled dst refuses the stand-in)
@@ -52,9 +58,10 @@ def migrate_store(src: str | Path, dst: str | Path, src_namespace: str = "defaul
                 raise ValueError(f"dst: the store at {b.path} is not empty; migrate into a new folder or namespace")
             if a.manifest.get("probe"):  # the stand-in never encodes: the source's encoder fingerprint goes along
                 b.manifest = {**b.manifest, "probe": a.manifest["probe"]}; b._backend.save_manifest(b.manifest)
-            with b._backend.write() as rev: n_rows, n_audit, seqs = _copy_log(a._backend, b._backend, rev)
+            with b._backend.write() as rev:
+                n_rows, n_audit, seqs = _copy_log(a._backend, b._backend, rev); n_exp = _copy_experience(a._backend, b._backend)
             version = _copy_learner(a._backend, b._backend, seqs)
             out = {"src": str(a.path), "dst": str(b.path), "memories": n_rows, "audit": n_audit, "feedback": len(seqs),
-                   "learner": version}
+                   "experience": n_exp, "learner": version}
     with MemoryStore(dst, namespace=dst_namespace, readonly=True) as c: out["check"] = c.check()["ok"]
     return out

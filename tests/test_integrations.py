@@ -26,9 +26,10 @@ def _without(modules: list, code: str) -> str:
 
 
 # ---------------------------------------------------------------- LangGraph
-langgraph = pytest.importorskip("langgraph")
-from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp  # noqa: E402
-from earmem.serve.langgraph_store import item_id, langgraph_store  # noqa: E402
+from earmem.serve.langgraph_store import item_id, langgraph_store  # noqa: E402  (imports without LangGraph)
+try: from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
+except ImportError: BaseStore = None
+needs_langgraph = pytest.mark.skipif(BaseStore is None, reason="langgraph is not installed: pip install 'earmem[langgraph]'")
 
 
 @pytest.fixture
@@ -41,6 +42,7 @@ def lg(pool):
     return langgraph_store(pool, fields=["text"])
 
 
+@needs_langgraph
 def test_langgraph_put_get_overwrite_and_delete(lg, pool):
     ns = ("alice", "memories")
     assert lg.get(ns, "food") is None
@@ -56,6 +58,7 @@ def test_langgraph_put_get_overwrite_and_delete(lg, pool):
     lg.delete(ns, "never-there")                                       # deleting what is not there is no error, as in LangGraph
 
 
+@needs_langgraph
 def test_langgraph_put_never_merges_or_supersedes(lg, pool):
     ns = ("alice", "memories")
     lg.put(ns, "a", {"text": "Alice lives in Paris"})
@@ -69,6 +72,7 @@ def test_langgraph_put_never_merges_or_supersedes(lg, pool):
     assert [lg.get(ns, k).value["text"] for k in "abc"] == ["Alice lives in Paris", "Alice lives in Paris", "Alice lives in Berlin"]
 
 
+@needs_langgraph
 def test_langgraph_search_query_filter_paging(lg):
     ns = ("alice", "docs")
     for k, text, year in [("pg", "the orders service runs on Postgres", 2026), ("my", "the orders service ran on MySQL", 2024),
@@ -89,6 +93,7 @@ def test_langgraph_search_query_filter_paging(lg):
         lg.search(("alice",), filter={"tags": ["a"]})
 
 
+@needs_langgraph
 def test_langgraph_list_namespaces(lg):
     for ns in [("alice", "memories"), ("alice", "docs", "2026"), ("bob", "memories")]:
         lg.put(ns, "k", {"text": "x"})
@@ -100,6 +105,7 @@ def test_langgraph_list_namespaces(lg):
     assert lg.list_namespaces(limit=1, offset=2) == [("bob", "memories")]
 
 
+@needs_langgraph
 def test_langgraph_user_isolation(lg, pool):
     lg.put(("alice", "memories"), "secret", {"text": "Alice's door code is 4711"})
     lg.put(("bob", "memories"), "note", {"text": "Bob likes chess"})
@@ -112,6 +118,7 @@ def test_langgraph_user_isolation(lg, pool):
         lg.search((), query="door code")                                # with a pool, a search names its user
 
 
+@needs_langgraph
 def test_langgraph_batch_and_async(lg):
     ns = ("alice", "memories")
     out = lg.batch([PutOp(ns, "a", {"text": "one"}), GetOp(ns, "a"), SearchOp(("alice",), query="one", limit=1),
@@ -129,6 +136,7 @@ def test_langgraph_batch_and_async(lg):
     assert got.value == {"text": "async two"} and hits[0].key == "b" and spaces == [ns] and gone is None
 
 
+@needs_langgraph
 def test_langgraph_one_store_and_bad_input(tmp_path):
     st = MemoryStore(tmp_path / "one", encoder=HashingEncoder(32))
     one = langgraph_store(st)
@@ -143,6 +151,7 @@ def test_langgraph_one_store_and_bad_input(tmp_path):
     with pytest.raises(TypeError, match="fields"): langgraph_store(st, fields="text")
 
 
+@needs_langgraph
 def test_langgraph_docs_example_end_to_end(pool):
     "LangGraph's long-term-memory example (its model replaced by a rule): a node searching and writing ('memories', user_id)."
     from langchain_core.messages import AIMessage
@@ -175,3 +184,109 @@ def test_langgraph_missing_names_the_extra():
                                   "try: m.langgraph_store(None)\n"
                                   "except ImportError as e: print(e)\n")
     assert "pip install 'earmem[langgraph]'" in out
+
+
+# ---------------------------------------------------------------- OpenAI Agents SDK
+class ScriptedChat:
+    "An OpenAI-compatible /v1/chat/completions on 127.0.0.1 answering from a script: each step a tool call (name, arguments) or a function of the request giving the final text; the requests kept."
+    def __init__(self, script):
+        import json, threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        self.script, self.requests, outer = list(script), [], self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a): pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append(body)
+                step = outer.script.pop(0)
+                if callable(step): msg, why = {"role": "assistant", "content": step(body)}, "stop"
+                else: msg, why = {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{len(outer.requests)}", "type": "function",
+                                  "function": {"name": step[0], "arguments": json.dumps(step[1])}}]}, "tool_calls"
+                data = json.dumps({"id": f"r{len(outer.requests)}", "object": "chat.completion", "created": 0, "model": body["model"],
+                                   "choices": [{"index": 0, "message": msg, "finish_reason": why}],
+                                   "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+                self.send_response(200); self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data))); self.end_headers(); self.wfile.write(data)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self): self.server.shutdown(); self.server.server_close()
+
+
+def _tool_result(body) -> dict:
+    import json
+    return json.loads([m for m in body["messages"] if m["role"] == "tool"][-1]["content"])
+
+
+@pytest.fixture
+def sdk():
+    agents = pytest.importorskip("agents")
+    agents.set_tracing_disabled(True)
+    return agents
+
+
+def _agent(sdk, chat, tools):
+    from openai import AsyncOpenAI
+    model = sdk.OpenAIChatCompletionsModel("scripted", AsyncOpenAI(base_url=chat.url, api_key="not-used"))
+    return sdk.Agent(name="assistant", instructions="Use your memory tools.", tools=tools, model=model)
+
+
+def test_agents_sdk_example_end_to_end(sdk, pool):
+    "The SDK's Runner, its chat-completions model against a scripted server: remember in one run, recall in the next, delete, and another user sees nothing."
+    from earmem.serve.agents_sdk import memory_tools
+    from earmem.memory.store.agent_view import tool_schema
+    chat = ScriptedChat([("memory_add", {"text": "Dana's favourite editor is Helix", "kind": "preference"}),
+                         lambda b: "stored " + _tool_result(b)["id"],
+                         ("memory_search", {"query": "Which editor does Dana like?"}),
+                         lambda b: _tool_result(b)["memories"][0]["text"],
+                         ("memory_list", {}),
+                         lambda b: f"{_tool_result(b)['total']} memories",
+                         ("memory_search", {"query": "editor", "user_id": "dana"}),   # run as Lee's agent: naming Dana is refused
+                         lambda b: _tool_result(b)["error"]])
+    try:
+        dana = _agent(sdk, chat, memory_tools(pool, user_id="dana", agent_id="assistant", run_id="r1"))
+        lee = _agent(sdk, chat, memory_tools(pool, user_id="lee"))
+
+        async def runs():
+            return [(await sdk.Runner.run(a, q)).final_output for a, q in
+                    [(dana, "Remember my favourite editor is Helix."), (dana, "Which editor do I like?"), (dana, "How much do you remember?"),
+                     (lee, "Which editor does Dana like?")]]
+        stored, recalled, counted, refused = asyncio.run(runs())
+    finally:
+        chat.close()
+    assert stored.startswith("stored ") and recalled == "Dana's favourite editor is Helix" and counted == "1 memories"
+    assert refused.startswith("user_id: unknown argument of search")
+    rec = pool.store("dana").records()[0]
+    assert (rec.metadata, rec.source) == ({"agent_id": "assistant", "run_id": "r1"}, "agents-sdk")
+    offered = {t["function"]["name"]: t["function"] for t in chat.requests[0]["tools"]}
+    assert list(offered) == ["memory_search", "memory_add", "memory_list", "memory_delete"]
+    assert offered["memory_add"]["parameters"] == tool_schema("add", scoped=False) and not pool.stored("lee")
+
+
+def test_agents_sdk_delete_and_tool_errors(sdk, tmp_path):
+    import json
+    from earmem.serve.agents_sdk import memory_tools
+    st = MemoryStore(tmp_path / "one", encoder=HashingEncoder(32))
+    mid = st.add("Lee parks on level 3", "fact").id
+    tools = {t.name: t for t in memory_tools(st, operations=["delete", "get", "search"])}
+    call = lambda name, args: json.loads(asyncio.run(tools[name].on_invoke_tool(None, args)))
+    assert call("memory_get", json.dumps({"id": mid}))["text"] == "Lee parks on level 3"
+    assert call("memory_delete", json.dumps({"id": mid})) == {"deleted": mid} and mid not in st
+    assert "error" in call("memory_get", json.dumps({"id": mid}))
+    assert call("memory_search", '{"query": 3}') == {"error": "query: expected string, got int 3"}
+    assert call("memory_search", "[1]") == {"error": "arguments: expected a JSON object"}
+    with pytest.raises(PermissionError, match="holds user 'default'"): memory_tools(st, user_id="dana")
+    with pytest.raises(ValueError, match="not offered"): memory_tools(st, operations=["users"])
+
+
+def test_agents_sdk_missing_names_the_extra(tmp_path):
+    out = _without(["agents"], "import earmem.serve.agents_sdk as m\n"
+                               "from earmem.memory.rules.hygiene import HashingEncoder\n"
+                               "from earmem.memory.store import MemoryStore\n"
+                               f"s = MemoryStore({str(tmp_path / 's')!r}, encoder=HashingEncoder(16))\n"
+                               "try: m.memory_tools(s)\n"
+                               "except ImportError as e: print(e)\n")
+    assert "pip install 'earmem[agents]'" in out

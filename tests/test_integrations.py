@@ -73,6 +73,24 @@ def test_langgraph_put_never_merges_or_supersedes(lg, pool):
 
 
 @needs_langgraph
+def test_langgraph_concurrent_puts_of_one_key(tmp_path):
+    "Threads putting the same new key at once (as LangGraph's parallel nodes may) write one memory, no error; the last put holds."
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    class SlowEncoder(HashingEncoder):   # encoding takes a while, as a real model's does: the window where two puts could race
+        def encode_documents(self, texts, progress=None):
+            time.sleep(0.02)
+            return super().encode_documents(texts, progress)
+    pool = StorePool(tmp_path / "slow", encoder=SlowEncoder(64))
+    lg = langgraph_store(pool, fields=["text"])
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda i: lg.put(("alice", "memories"), "shared", {"text": f"value {i}", "i": i}), range(16)))
+    recs = pool.store("alice").records()
+    assert len(recs) == 1 and recs[0].metadata["langgraph_value"] == lg.get(("alice", "memories"), "shared").value
+
+
+@needs_langgraph
 def test_langgraph_search_query_filter_paging(lg):
     ns = ("alice", "docs")
     for k, text, year in [("pg", "the orders service runs on Postgres", 2026), ("my", "the orders service ran on MySQL", 2024),

@@ -13,7 +13,7 @@ from fastcore.basics import patch
 import earmem.memory.store.agent_view as agent
 from ...core import Candidates, Memory, Query, atomic_write, check_matrix, check_number, check_positive_int, unit_rows
 from ..rules.hygiene import DAY, KINDS, KIND_NAMES, STORES, compared_kinds, iso, normalise_item, recency_decay, token_counter
-from ..rules.updates import plan_dedupe
+from ..rules.updates import plan_dedupe, _fresh   # _fresh: an item as written, for exact writes
 from ..rules.updates import default_kind, infer_kind   # what kind a sentence states (chapter 18)
 from ..index.mirror import SearchFilter, item_row, one_blas_thread
 from ..index.graph import round_f16
@@ -118,10 +118,18 @@ def _add_result(where, ref, sim, decision, fresh: list, merges: dict) -> AddResu
     if decision is not None and decision.is_update: return AddResult(f["id"], "updated", sim, f["count"], f["supersedes"], decision.reason)
     return AddResult(f["id"], "inserted" if sim is None else "merged", sim, f["count"])
 
+def _plan_exact(items: list, V: np.ndarray, exists) -> tuple:
+    "The plan of a batch written as given (no dedupe, no update inference): every item new; explicit ids checked unused, as `plan_dedupe` does."
+    batch_ids = set()
+    for it in items:
+        if it["id"] is not None and (exists(it["id"]) or it["id"] in batch_ids): raise ValueError(f"id: a memory with id {it['id']!r} already exists")
+        if it["id"] is not None: batch_ids.add(it["id"])
+    return [_fresh(it, V[i]) for i, it in enumerate(items)], {}, [("new", i, None, None) for i in range(len(items))], batch_ids
+
 @patch
-def _insert_batch(self: MemoryStore, items: list, V: np.ndarray, rev: int, now: float, exclude: tuple = ()) -> list:
-    "Dedupe `items` (unit embeddings `V`) against active memories and each other, judge updates, then write them (inside `_write`)."
-    fresh, merges, plan, batch_ids = self._plan_batch(items, V, exclude)
+def _insert_batch(self: MemoryStore, items: list, V: np.ndarray, rev: int, now: float, exclude: tuple = (), dedupe: bool = True) -> list:
+    "Dedupe `items` (unit embeddings `V`) against active memories and each other, judge updates, then write them (inside `_write`); not `dedupe`: written as given."
+    fresh, merges, plan, batch_ids = self._plan_batch(items, V, exclude) if dedupe else _plan_exact(items, V, self._backend.has)
     self._write_batch(fresh, merges, batch_ids, rev, now)
     return [_add_result(*p, fresh, merges) for p in plan]
 
@@ -141,8 +149,9 @@ def _batch_vectors(self: MemoryStore, prepared: list, embeddings) -> np.ndarray:
 def add_many(self: MemoryStore,
              items: Sequence,  # dicts with add()'s fields (text, kind, entities, importance, timestamp, source, id, metadata, confidence, store), strings or Memory objects
              embeddings=None,  # optional precomputed (n, d) document embeddings (skips encoding)
+             dedupe: bool = True,  # False: every item written as given, no merge and no supersede (records an application keys itself, e.g. the LangGraph store of chapter 30a)
              **defaults) -> list:
-    "Add a batch: one encode call, one transaction; near-duplicates merge. Returns one `AddResult` per item."
+    "Add a batch: one encode call, one transaction; near-duplicates merge (unless not `dedupe`). Returns one `AddResult` per item."
     self._check_open()
     if isinstance(items, (str, dict)): raise TypeError("items: expected a list of memories; use add() for a single one")
     items = list(items)
@@ -153,7 +162,7 @@ def add_many(self: MemoryStore,
     prefix = lambda i: f"items[{i}]." if len(items) > 1 or embeddings is not None else ""
     prepared = [normalise_item(it, prefix(i), now, defaults, kind_of=default_kind) for i, it in enumerate(items)]  # no kind: as add() infers it
     V = self._batch_vectors(prepared, embeddings)
-    with self._write() as rev: return self._insert_batch(prepared, V, rev, now)
+    with self._write() as rev: return self._insert_batch(prepared, V, rev, now, dedupe=dedupe)
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #3b0e0021
 @patch

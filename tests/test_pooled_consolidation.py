@@ -5,7 +5,7 @@ every store to it (cy's too: a pool serves one encoder; cy's lineage says its ow
 lineage and never a name; a second run with the same logs trains nothing; a run stopped half-way is finished by the next; a store
 of one user is refused with a clear error. The same door on a PostgreSQL URL (the `pg_url` server of conftest.py; skipped when none
 can be started)."""
-import json
+import json, os
 import shutil
 from pathlib import Path
 
@@ -165,3 +165,61 @@ def test_postgres_pool(pg_url, capsys, tmp_path, monkeypatch):
             assert st.search(f"which pet does {names[0]} have?", k=1)[0].text == f"{names[0]} keeps two grey cats"
     assert Path(res["encoder"]).parent.parent == tmp_path / "cache" / POOLED_DIR
     with psycopg.connect(pg_url, autocommit=True) as c: c.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+POOLED = """
+from earmem.memory.service.users import StorePool
+with StorePool({path!r}) as pool: pool.consolidate_all(exclude="cy", progress=False)"""
+
+
+@pytest.mark.slow
+def test_sigkill_during_a_pooled_run(tmp_path, trials=int(os.environ.get("EARMEM_POOLED_CRASH_TRIALS", "5"))):
+    """SIGKILL at a uniform moment of a pooled run (3 users + the root, 300 memories each, MiniLM): every user's store is whole on
+    the old model or the new one, never half-switched; a second run finishes the switch without training again. The full count:
+    EARMEM_POOLED_CRASH_TRIALS=50 pytest -q -s -m slow tests/test_pooled_consolidation.py -k sigkill."""
+    import random, signal, subprocess, sys, time
+    import numpy as np
+    from earmem.memory import MemoryStore
+    from test_consolidate import ENV, TRACE, _phases
+
+    def whole(folder) -> str:
+        "'old' or 'new' when the store checks out and 40 of its rows, evenly spread, hold their encoder's vectors; else the damage."
+        with MemoryStore(folder) as st:
+            st.check()
+            ix = st._backend.index
+            rows = sorted(ix.pos.values())[::max(1, len(ix.pos) // 40)]
+            V = np.asarray(st.encoder.encode_documents([ix.texts[r] for r in rows]), np.float32)
+            worst = float((V / np.linalg.norm(V, axis=1, keepdims=True) * ix.E[rows]).sum(1).min())
+            if worst < 0.999: return f"half-switched: cosine {worst:.3f} under {st.manifest['encoder']}"
+            return "old" if st.lineage is None else "new"
+    template = tmp_path / "template"
+    with StorePool(template, encoder=Encoder(cache=False, progress=False), config=StoreConfig(min_relevance=-1)) as pool:
+        for user in ("default", *USERS):
+            st = pool.store(user)
+            st.add_many([f"memory number {i} about topic {i % 7} of {user}" for i in range(300)], kind="fact")
+            for i in range(3):
+                hits = st.search(f"memory number {i} about topic {i % 7} of {user}", k=5)
+                st.feedback(hits, cited=[h.id for h in hits if h.text == f"memory number {i} about topic {i % 7} of {user}"])
+    users = ("default", *USERS)
+    t0 = time.time()
+    shutil.copytree(template, tmp_path / "timed")
+    subprocess.run([sys.executable, "-c", POOLED.format(path=str(tmp_path / "timed"))], env=ENV, check=True, timeout=1800)
+    span = time.time() - t0
+    rng, counts = random.Random(0), {}
+    for t in range(trials):
+        path, trace = tmp_path / f"t{t}", tmp_path / f"t{t}.trace"; shutil.copytree(template, path)
+        p = subprocess.Popen([sys.executable, "-c", TRACE.format(trace=str(trace)) + POOLED.format(path=str(path))], env=ENV,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try: p.wait(timeout=rng.uniform(0.05, 1.05) * span); landed = "finished"
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL); p.wait()
+            landed = (_phases(trace) or [("launch", 0)])[-1][0]
+        verdicts = [whole(namespace_folder(path, u)) for u in users]
+        assert set(verdicts) <= {"old", "new"}, (t, landed, verdicts)   # never half-switched
+        with StorePool(path) as pool: pool.consolidate_all(exclude="cy", progress=False)   # the next run finishes it
+        assert [whole(namespace_folder(path, u)) for u in users] == ["new"] * len(users), t
+        key = f"{landed}: {verdicts.count('new')} of {len(users)} switched"
+        counts[key] = counts.get(key, 0) + 1
+        print(f"[pooled SIGKILL] trial {t}: killed in {landed}, {verdicts}", flush=True)
+        shutil.rmtree(path, ignore_errors=True); trace.unlink(missing_ok=True)
+    print(f"\n[pooled SIGKILL] {trials} trials over a {span:.1f} s run: {json.dumps(counts, sort_keys=True)}")

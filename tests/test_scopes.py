@@ -109,3 +109,12 @@ def test_the_doors_and_python_agree(loc):
     bad = c.post("/search", json={"query": "x", "agent_id": ""})
     assert bad.status_code == 422 and "agent_id: is empty" in bad.json()["error"], bad.text
     st.close()
+
+
+@pytest.mark.parametrize("kw", [{}, {"metadata": {}}, {"filters": {"metadata": {}}}, {"filters": {}}])
+def test_delete_all_refuses_what_narrows_nothing(loc, kw):
+    "An empty filter passes every memory: delete_all refuses it rather than erase the store (clear() does that)."
+    st = loc.open(); rows = fill(st)
+    with pytest.raises(ValueError, match="give at least one"): st.delete_all(**kw)
+    assert len(st) == len(rows)
+    st.close()

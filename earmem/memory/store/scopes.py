@@ -45,7 +45,8 @@ def delete_all(self: MemoryStore, agent_id: str | None = None, run_id: str | Non
                reason: str | None = None, **narrowing) -> dict:
     "Erase every memory of `agent_id` / `run_id` that passes `filters` and the loose narrowing (at least one of them; `clear()` erases all), each as `delete` erases one, in one transaction. Returns {user_id, agent_id, run_id, deleted, ids}."
     flt = scope_filter(agent_id, run_id, filters, **narrowing)
-    if flt == SearchFilter(): raise ValueError("agent_id, run_id, filters: give at least one; delete_all never erases a whole store (clear() does)")
+    if not any(v != {} for v in flt.to_dict().values()):   # no field narrows (an empty metadata filter passes every memory)
+        raise ValueError("agent_id, run_id, filters: give at least one; delete_all never erases a whole store (clear() does)")
     if reason is not None and not isinstance(reason, str): raise TypeError(f"reason: expected a string, got {type(reason).__name__}")
     self._check_open()
     with self._write() as rev:
@@ -53,7 +54,7 @@ def delete_all(self: MemoryStore, agent_id: str | None = None, run_id: str | Non
         for mid in ids:
             relinked += self._relink_replaced(mid, rev)   # as delete: a memory it replaced holds again
             if not self._backend.erase(mid, rev): raise KeyError(f"id: memory {mid!r} vanished during delete_all; nothing was erased")
-        now, scope = self.clock(), {"agent_id": flt.metadata and agent_id, "run_id": run_id, "filters": flt.to_dict(), "reason": reason}
+        now, scope = self.clock(), {"agent_id": agent_id, "run_id": run_id, "filters": flt.to_dict(), "reason": reason}
         self._backend.audit_many([(now, mid, "delete", scope) for mid in ids] + relinked)
         seen = self._forget_feedback(ids) if ids else None
         if ids: self._forget_experience(ids)  # declared hook: their reranking scores go in the same commit (23dr)

@@ -9,8 +9,9 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Callable
 from ..core import BACKEND_ENV, Encoder
-from ..memory.rules.hygiene import KINDS, STORES, HashingEncoder, normalise_item
-from ..memory.index.mirror import FILTER_FIELDS
+from ..memory.rules.hygiene import KINDS, STORES, HashingEncoder
+from ..memory.index.mirror import FILTER_FIELDS, SearchFilter, with_scopes
+from .inputs import _CARRIED, _jsonl_records, _message_lines   # the files import and add-messages read (chapter 31b)
 
 def _store_class():
     "`MemoryStore` with every chapter that files methods on it (chat, trust, consolidation), imported on first use so `earmem --help` loads no store."
@@ -66,17 +67,24 @@ def _store_options(sp, encoder: bool = True):
 def _json_flag(sp, what: str = "the result"): sp.add_argument("--json", action="store_true", help=f"print {what} as JSON")
 
 # %% ../../nbs/cli/32_memory.ipynb #3ead5f93
-def _filter_options(sp, k_default: int | None = 5):
-    sp.add_argument("-k", type=int, default=k_default, help="maximum number of memories (default 5)")
+def _filter_options(sp, k_default: int | None = 5, with_k: bool = True):
+    if with_k: sp.add_argument("-k", type=int, default=k_default, help="maximum number of memories (default 5)")
     sp.add_argument("--kind", action="append", choices=list(KINDS), help="only this kind (repeatable)")
     sp.add_argument("--entity", action="append", help="only memories naming this entity (repeatable)")
     sp.add_argument("--since", help="only memories formed at or after this time (ISO)")
     sp.add_argument("--until", help="only memories formed at or before this time (ISO)")
     sp.add_argument("--memory-store", choices=list(STORES), help="only the episodic or the semantic store")
     sp.add_argument("--as-of", help="what was true at this time (ISO): memories formed by then and not yet replaced then")
+    sp.add_argument("--agent-id", help="only the memories of this agent"); sp.add_argument("--run-id", help="only the memories of this run or session")
+    sp.add_argument("--where", metavar="JSON", help='only memories whose metadata passes this filter, e.g. \'{"team": {"$in": ["a", "b"]}}\' (operators $eq $ne $in $nin $gt $gte $lt $lte $contains $exists, $and $or $not)')
 
 def _filters(a) -> dict:
-    return dict(kinds=a.kind or None, entities=a.entity or None, since=a.since, until=a.until, store=a.memory_store, as_of=a.as_of)
+    "The SearchFilter fields of the options: --agent-id and --run-id folded into the --where metadata filter (as the store keeps them)."
+    where = getattr(a, "where", None)
+    try: meta = json.loads(where) if where is not None else None
+    except json.JSONDecodeError as e: raise ValueError(f"where: not JSON ({e.msg}); expected a metadata filter object such as '{{\"team\": \"a\"}}'") from None
+    meta = with_scopes(SearchFilter(metadata=meta), {k: getattr(a, k, None) for k in ("agent_id", "run_id")}).metadata
+    return dict(kinds=a.kind or None, entities=a.entity or None, since=a.since, until=a.until, store=a.memory_store, as_of=a.as_of, **({"metadata": meta} if meta else {}))
 
 # %% ../../nbs/cli/32_memory.ipynb #12d9b2fa
 def _command(sub, name: str, help: str, description: str, func: Callable, what: str = "the result", store: bool = True):
@@ -89,7 +97,7 @@ def _command(sub, name: str, help: str, description: str, func: Callable, what: 
 # %% ../../nbs/cli/32_memory.ipynb #c0696670
 def _cmd_add(a):
     with _store_from_args(a, create=True) as s:
-        r = s.add(a.text, a.kind, a.entity, a.importance, a.timestamp, a.source, **({"id": a.id} if a.id else {}))
+        r = s.add(a.text, a.kind, a.entity, a.importance, a.timestamp, a.source, agent_id=a.agent_id, run_id=a.run_id, **({"id": a.id} if a.id else {}))
     if a.json: print(json.dumps(asdict(r))); return
     print(f"{r.action} {r.id}" + (f" (similarity {r.similarity:.3f}, count {r.count})" if r.similarity is not None else ""))
 
@@ -103,6 +111,7 @@ def _add_add(sub):
     sp.add_argument("--timestamp", default=None, help="when it happened (ISO; default now)")
     sp.add_argument("--source", default=None, help="where it came from")
     sp.add_argument("--id", default=None, help="explicit memory id")
+    sp.add_argument("--agent-id", help="the agent that wrote it (kept as metadata key agent_id)"); sp.add_argument("--run-id", help="the run or session (metadata key run_id)")
 
 # %% ../../nbs/cli/32_memory.ipynb #98fd282d
 def _reranker(a):
@@ -120,7 +129,7 @@ def _cmd_search(a):
     if a.explain and a.json: raise ValueError("explain: --explain and --json are two different outputs; choose one")
     rerank = _reranker(a) if a.rerank else None
     with _store_from_args(a) as s:
-        hits = s.search(a.query, k=a.k, touch=a.touch, rerank=rerank, **_filters(a))
+        hits = s.search(a.query, k=a.k, touch=a.touch, rerank=rerank, filters=_filters(a))
     if a.json: return _emit(a, {"query": a.query, "k": a.k, "filters": _filters(a), "hits": [asdict(h) for h in hits],
                                 "conflicts": hits.conflicts, **({"rerank": hits.rerank} if hits.rerank else {})}, "")
     if a.explain: print(hits.explain()); return
@@ -146,7 +155,7 @@ def _add_search(sub):
 # %% ../../nbs/cli/32_memory.ipynb #8f053a15
 def _cmd_inject(a):
     with _store_from_args(a) as s:
-        block = s.inject(s.search(a.query, k=a.k, **_filters(a)), a.budget)
+        block = s.inject(s.search(a.query, k=a.k, filters=_filters(a)), a.budget)
     print(json.dumps({"text": str(block), "ids": list(block.ids), "tokens": block.tokens}, indent=1) if a.json else block)
 
 def _add_inject(sub):
@@ -301,11 +310,11 @@ def _add_users(sub):
     sp.set_defaults(namespace=None)
 
 # %% ../../nbs/cli/32_memory.ipynb #a497f6fb
-def _confirmed(a, n: int) -> bool:
+def _confirmed(a, n: int, which: str = "") -> bool:
     "True with --yes, or when the user answers yes at the terminal; ValueError when there is no terminal to ask on."
     if a.yes: return True
     if not sys.stdin.isatty(): raise ValueError("yes: clearing erases memories; pass --yes to confirm (no terminal to ask on)")
-    return input(f"Erase all {n} memories of user {a.namespace!r} in {a.store}? [y/N] ").strip().lower() in ("y", "yes")
+    return input(f"Erase all {n} memories{which} of user {a.namespace!r} in {a.store}? [y/N] ").strip().lower() in ("y", "yes")
 
 def _cmd_clear(a):
     if a.namespace is None: raise ValueError("user: name the user whose memories to erase (--user NAME)")
@@ -320,6 +329,20 @@ def _add_clear(sub):
     sp.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     sp.add_argument("--reason", help="why (kept in the audit)")
     sp.set_defaults(namespace=os.environ.get("EARMEM_NAMESPACE"))
+
+# %% ../../nbs/cli/32_memory.ipynb #fe47fd2f
+def _cmd_delete_all(a):
+    flt = _filters(a)
+    with _store_from_args(a) as s:
+        if not _confirmed(a, len(s.list(filters=flt, include_retracted=True)), f" matching {json.dumps(flt)}"): print("nothing erased"); return
+        r = s.delete_all(filters=flt, reason=a.reason)
+    _emit(a, r, f"erased {r['deleted']} memories of user {r['user_id']!r} matching {json.dumps(flt)}")
+
+def _add_delete_all(sub):
+    sp = _command(sub, "delete-all", "erase the memories of an agent, a run or a filter (asks first)", "Erase every memory that "
+                  "--agent-id, --run-id and the filters select (at least one), each as `delete` erases one, in one transaction.", _cmd_delete_all)
+    _filter_options(sp, with_k=False)
+    sp.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation"); sp.add_argument("--reason", help="why (kept in the audit)")
 
 # %% ../../nbs/cli/32_memory.ipynb #b93a2312
 def _cmd_history(a):
@@ -396,7 +419,7 @@ def _feedback_request(a) -> dict:
     if (a.query is None) == (a.hits is None): raise ValueError("query: give either --query TEXT or --hits FILE")
     if a.hits is not None:
         extra = [f for f, v in (("k", a.k), ("kind", a.kind), ("entity", a.entity), ("since", a.since), ("until", a.until),
-                                ("memory_store", a.memory_store), ("as_of", a.as_of)) if v is not None]
+                                ("memory_store", a.memory_store), ("as_of", a.as_of), ("agent_id", a.agent_id), ("run_id", a.run_id), ("where", a.where)) if v is not None]
         if extra: raise ValueError(f"{extra[0]}: the search options come from the --hits file; leave them out")
         req = _hits_file(a.hits)
     else: req = dict(query=a.query, k=5 if a.k is None else a.k, filters=_filters(a), ids=None, cited=None)
@@ -408,7 +431,7 @@ def _feedback_request(a) -> dict:
 def _cmd_feedback(a):
     req = _feedback_request(a)
     with _store_from_args(a) as s:
-        hits = s.search(req["query"], k=req["k"], **req["filters"])
+        hits = s.search(req["query"], k=req["k"], filters=req["filters"])
         if req["ids"] is not None and hits.ids != req["ids"]:
             raise ValueError(f"hits: the store changed since {a.hits} was written (the search now gives {hits.ids}, "
                              f"the file has {req['ids']}); search again")
@@ -425,27 +448,6 @@ def _add_feedback(sub):
                     help="a `search --json` file (its query, options and hits; its 'cited' list unless --cited)")
     sp.add_argument("--cited", nargs="*", metavar="ID", help="ids of the hits the answer used (none: --cited alone)")
     _filter_options(sp, k_default=None)
-
-# %% ../../nbs/cli/32_memory.ipynb #44856bb9
-_CARRIED = ("id", "text", "kind", "store", "entities", "importance", "confidence", "timestamp", "source", "metadata")
-
-def _jsonl_records(path) -> list:
-    "(line number, record) of every non-empty line of an export file; errors name the file and the line."
-    try: lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError: raise ValueError(f"path: {path} is not UTF-8 text; expected a JSON Lines export") from None
-    out, seen = [], {}
-    for n, line in enumerate(lines, 1):
-        if not line.strip(): continue
-        try: r = json.loads(line)
-        except json.JSONDecodeError as e: raise ValueError(f"path: {path} line {n} is not JSON ({e.msg})") from None
-        if not isinstance(r, dict) or not isinstance(r.get("status", "active"), str):
-            raise ValueError(f"path: {path} line {n}: expected a memory object with a status string, as `memory export` writes")
-        try: normalise_item({k: r[k] for k in _CARRIED if r.get(k) is not None}, "", 0.0, {})   # every line checked before any write
-        except (ValueError, TypeError) as e: raise type(e)(f"path: {path} line {n}: {e}") from None
-        if r.get("id") is not None and r["id"] in seen: raise ValueError(f"path: {path} line {n}: id {r['id']!r} repeats line {seen[r['id']]}")
-        if r.get("id") is not None: seen[r["id"]] = n
-        out.append((n, r))
-    return out
 
 # %% ../../nbs/cli/32_memory.ipynb #28082b19
 def _add_lines(s: MemoryStore, path, batch: list) -> list:
@@ -491,20 +493,6 @@ def _add_migrate(sub):
     sp.add_argument("dst", help="a new store: an empty or missing folder, or a postgresql:// URL with an unused namespace")
     sp.add_argument("--src-namespace", default="default", help="namespace of SRC when it is a URL (default 'default')")
     sp.add_argument("--dst-namespace", default="default", help="namespace of DST when it is a URL (default 'default')")
-
-# %% ../../nbs/cli/32_memory.ipynb #485223f2
-def _message_lines(path) -> list:
-    "The messages of a JSON Lines chat file (one {'role', 'content', …} object per non-empty line); errors name the line."
-    try: lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError) as e: raise ValueError(f"path: cannot read {path} as UTF-8 JSON Lines ({type(e).__name__})") from None
-    out = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip(): continue
-        try: m = json.loads(line)
-        except json.JSONDecodeError as e: raise ValueError(f"path: {path} line {n} is not JSON ({e.msg})") from None
-        if not isinstance(m, dict): raise ValueError(f"path: {path} line {n}: expected a message object with 'role' and 'content'")
-        out.append(m)
-    return out
 
 # %% ../../nbs/cli/32_memory.ipynb #05809899
 def _cmd_add_messages(a):
@@ -567,7 +555,7 @@ def add_memory_parser(subparsers) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="memory_command", metavar="COMMAND", required=True)
     for add in (_add_add, _add_search, _add_inject, _add_feedback, _add_update, _add_retract, _add_delete, _add_history,
                 _add_repair, _add_compact, _add_rollback, _add_export, _add_import, _add_stats, _add_migrate, _add_bench,
-                _add_get, _add_list, _add_users, _add_clear, _add_add_messages, _add_consolidate): add(sub)
+                _add_get, _add_list, _add_users, _add_clear, _add_delete_all, _add_add_messages, _add_consolidate): add(sub)
     return p
 
 # %% ../../nbs/cli/32_memory.ipynb #a2286c9b

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html, json
 from pathlib import Path
 from ..memory.rules.metadata_filter import FilterError
+from ..memory.rules.hygiene import ScopeError
 from ..memory.store.agent_view import ArgumentError, MemoryTools, UserTools, check_user_id, check_value, error_json, tool_schema, tools_for, unknown_argument
 from ..memory.store import MemoryStore
 from ..memory.service.users import StorePool, server_max_open
@@ -88,7 +89,7 @@ def _body_args(params, body: dict, name: str) -> dict:
 
 
 # %% ../../nbs/serve/29_http.ipynb #3c8b201a
-_STATUS = ((ArgumentError, 422), (FilterError, 422), (KeyError, 404), (PermissionError, 403), (ValueError, 400), (TypeError, 400))
+_STATUS = ((ArgumentError, 422), (FilterError, 422), (ScopeError, 422), (KeyError, 404), (PermissionError, 403), (ValueError, 400), (TypeError, 400))
 
 def status_of(e: Exception) -> int:
     "The HTTP status for an exception raised by the tool layer or the store (500 for anything unexpected)."

@@ -7,20 +7,20 @@ from __future__ import annotations
 import functools, json, sys, threading
 from collections import namedtuple
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Callable
 import numpy as np
 from fastcore.basics import patch
 from ...core import zscore
 from ...retrievers import lexical_tokens
-from ..rules.hygiene import KIND_CODES, MAX_DEPTH, STORES, check_entities, check_kind, check_time, iso, json_depth, to_epoch
-from ..rules.metadata_filter import check_metadata_filter, metadata_matches
+from ..rules.hygiene import KIND_CODES, MAX_DEPTH, SCOPE_KEYS, STORES, check_entities, check_kind, check_scope, check_time, iso, json_depth, to_epoch
+from ..rules.metadata_filter import MetadataColumns, check_metadata_filter, metadata_matches, metadata_rows
 
 # %% auto #0
 __all__ = ['COLUMNS', 'MemoryRow', 'FILTER_FIELDS', 'APPROX_MIN_ROWS', 'SMALL_SCAN', 'GATHER_CHUNK', 'APPROX_EPS',
            'LEXICAL_BUDGET', 'BATCH_NEIGHBOURS', 'ENTITY_SCAN_ROWS', 'item_row', 'one_blas_thread', 'SearchFilter',
-           'top_rows', 'top_refined', 'gathered_scores', 'store_quota', 'lexical_words', 'fuse_scores', 'fused_top',
-           'within_budget', 'batch_duplicates']
+           'with_scopes', 'top_rows', 'top_refined', 'gathered_scores', 'store_quota', 'lexical_words', 'fuse_scores',
+           'fused_top', 'within_budget', 'batch_duplicates']
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #426fccec
 COLUMNS = ("id", "text", "kind", "store", "entities", "importance", "confidence", "created", "accessed", "count",
@@ -173,6 +173,7 @@ def upsert(self: _Index, r) -> int:
     self.active[p], self.superseded[p], self.kind[p], self.store[p] = r.status == "active", r.status == "superseded", KIND_CODES[r.kind], STORES.index(r.store)
     self.created[p], self.accessed[p], self.importance[p] = r.created, r.accessed, r.importance
     self.confidence[p], self.count[p] = r.confidence, r.count
+    if getattr(self, "_meta_columns", None) is not None: self._meta_columns.mark(p)
     return p
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #ce5b1a51
@@ -183,6 +184,7 @@ def remove(self: _Index, mid: str):
     if p is None: return
     self._index_entities(p, add=False)
     self.active[p] = self.superseded[p] = False; self.E[p] = 0; self.ids[p] = None; self.texts[p] = None; self.entities[p] = ()
+    if getattr(self, "_meta_columns", None) is not None: self._meta_columns.mark(p)
     if self._bf16 is not None: self._dirty.add(p)
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #93eb79d4
@@ -245,7 +247,14 @@ def from_args(cls: SearchFilter, args: dict) -> tuple:
     for k in FILTER_FIELDS: args.pop(k, None)
     clash = [k for k in loose if getattr(base, k) is not None]
     if clash: raise ValueError(f"{', '.join(clash)}: given both in filter and as an argument")
-    return (cls(**{**{k: getattr(base, k) for k in FILTER_FIELDS}, **loose}) if loose else base), args
+    scopes = {k: args.pop(k) for k in SCOPE_KEYS if k in args}   # agent_id, run_id: metadata keys (chapter 17)
+    return with_scopes(cls(**{**{k: getattr(base, k) for k in FILTER_FIELDS}, **loose}) if loose else base, scopes), args
+
+def with_scopes(flt: SearchFilter, scopes: dict) -> SearchFilter:
+    "`flt` narrowed to the memories whose metadata holds each scope `scopes` gives (agent_id, run_id; checked by `check_scope`; None = not narrowed)."
+    given = {k: v for k in SCOPE_KEYS if (v := check_scope(scopes.get(k), k)) is not None}
+    if not given: return flt
+    return replace(flt, metadata=given if flt.metadata is None else {"$and": [flt.metadata, given]})
 
 @patch
 def to_dict(self: SearchFilter) -> dict:
@@ -293,12 +302,14 @@ def mask(self: _Index, flt: SearchFilter | None = None) -> np.ndarray:
     if flt.since is not None: mask &= self.created[:n] >= flt.since
     if flt.until is not None: mask &= self.created[:n] <= flt.until
     if flt.store is not None: mask &= self.store[:n] == STORES.index(flt.store)
-    if flt.metadata:  # an empty metadata may pass ($exists: false, $not): decided once for every '{}'
-        empty = metadata_matches({}, flt.metadata)
-        for p in np.flatnonzero(mask):
-            text = self.metadata[p]
-            if not (empty if text == "{}" else metadata_matches(json.loads(text), flt.metadata)): mask[p] = False
+    if flt.metadata: mask &= metadata_rows(self.meta_columns, self.metadata, n, flt.metadata)   # per distinct value, not per row (18c)
     return mask
+
+@patch(as_prop=True)
+def meta_columns(self: _Index) -> MetadataColumns:
+    "The per-key columns of the rows' metadata that metadata filters read (chapter 18c), made on first use; `upsert` and `remove` mark the rows they change."
+    if getattr(self, "_meta_columns", None) is None: self._meta_columns = MetadataColumns()
+    return self._meta_columns
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #70d727b7
 @patch

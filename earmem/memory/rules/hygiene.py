@@ -18,10 +18,11 @@ from ...core import parse_locomo_datetime
 
 # %% auto #0
 __all__ = ['KINDS', 'STORES', 'KIND_CODES', 'KIND_NAMES', 'CLAIM_KINDS', 'MAX_ENTITY_CHARS', 'MAX_ID_CHARS', 'MAX_METADATA_CHARS',
-           'MAX_DEPTH', 'DAY', 'MAX_LEARNING_RATE', 'ITEM_FIELDS', 'TIME_RANGE', 'compared_kinds', 'check_kind',
-           'is_chatter', 'derive_importance', 'check_line', 'json_depth', 'check_entities', 'entities_overlap',
-           'merge_confidence', 'to_epoch', 'iso', 'recency_decay', 'check_seed_and_ear', 'StoreConfig', 'check_time',
-           'normalise_item', 'WordTokenizer', 'HashingEncoder', 'encoder_from_id', 'token_counter']
+           'MAX_DEPTH', 'DAY', 'MAX_LEARNING_RATE', 'ITEM_FIELDS', 'SCOPE_KEYS', 'TIME_RANGE', 'compared_kinds',
+           'check_kind', 'is_chatter', 'derive_importance', 'check_line', 'json_depth', 'check_entities',
+           'entities_overlap', 'merge_confidence', 'to_epoch', 'iso', 'recency_decay', 'check_seed_and_ear',
+           'StoreConfig', 'ScopeError', 'check_scope', 'scoped_metadata', 'check_time', 'normalise_item',
+           'WordTokenizer', 'HashingEncoder', 'encoder_from_id', 'token_counter']
 
 # %% ../../../nbs/memory/rules/17_hygiene.ipynb #3c84f3a9
 KINDS = {  # kind → (store, base importance)
@@ -218,7 +219,7 @@ def from_json(cls: StoreConfig, d: dict) -> "StoreConfig":
     return cls(**{k: (tuple(v) if k == "conflict_kinds" else v) for k, v in d.items() if k in known})
 
 # %% ../../../nbs/memory/rules/17_hygiene.ipynb #fc92f0a5
-ITEM_FIELDS = ("text", "kind", "entities", "importance", "timestamp", "source", "id", "metadata", "confidence", "store")
+ITEM_FIELDS = ("text", "kind", "entities", "importance", "timestamp", "source", "id", "metadata", "confidence", "store", "agent_id", "run_id")
 
 def _item_of(item, where: str, defaults: dict) -> dict:
     "A dict of the caller's fields from a dict, a string or a `Memory`."
@@ -247,6 +248,30 @@ def _metadata_json(meta, name: str) -> str:
     except (TypeError, ValueError) as e: raise TypeError(f"{name}: must be JSON-serialisable without NaN ({e})") from None
     if len(out) > MAX_METADATA_CHARS: raise ValueError(f"{name}: is {len(out)} characters as JSON; at most {MAX_METADATA_CHARS} are allowed")
     return out
+
+# %% ../../../nbs/memory/rules/17_hygiene.ipynb #0c5b3ffd
+SCOPE_KEYS = ("agent_id", "run_id")  # who wrote a memory and in which run: arguments of add/search/list/delete_all, kept under these metadata keys
+
+class ScopeError(ValueError, TypeError):
+    "A malformed agent_id or run_id; the message names the argument. A ValueError (and a TypeError, as the checks of types before it)."
+
+def check_scope(value, name: str) -> str | None:
+    "`value` of scope argument `name` (agent_id, run_id): None when omitted, else a non-empty string without surrounding spaces or control characters, in NFC."
+    if value is None: return None
+    if not isinstance(value, str): raise ScopeError(f"{name}: expected a non-empty string, got {type(value).__name__}")
+    v = unicodedata.normalize("NFC", value)
+    if not v.strip(): raise ScopeError(f"{name}: is empty; expected a non-empty string (omit it for no {name})")
+    if v != v.strip(): raise ScopeError(f"{name}: {v!r} has surrounding spaces; expected it without them")
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp") for c in v): raise ScopeError(f"{name}: {v!r} holds control or invisible characters")
+    return check_line(v, name, MAX_ID_CHARS)
+
+def scoped_metadata(meta, scopes: dict, where: str = ""):
+    "`meta` with the scopes `scopes` names (agent_id, run_id; others ignored) under their keys; a metadata key already naming another value is refused."
+    given = {k: v for k in SCOPE_KEYS if (v := check_scope(scopes.get(k), f"{where}{k}")) is not None}
+    if not given or not isinstance(meta, dict): return meta   # a bad `meta` is _metadata_json's to name
+    for k, v in given.items():
+        if k in meta and meta[k] != v: raise ScopeError(f"{where}{k}: {v!r}, but {where}metadata holds {k}={meta[k]!r}; give it once")
+    return {**meta, **given}
 
 # %% ../../../nbs/memory/rules/17_hygiene.ipynb #0c89f1fa
 TIME_RANGE = (-2208988800.0, 7258118400.0)  # 1900-01-01 .. 2200-01-01 UTC: the times a memory may carry
@@ -278,7 +303,7 @@ def normalise_item(item, where: str, now: float, defaults: dict, kind_of: Callab
     return dict(id=mid, text=unicodedata.normalize("NFC", text.strip()), kind=kind, store=store, entities=check_entities(it.get("entities"), f"{where}entities"),
                 importance=imp, confidence=check_probability(it.get("confidence", 0.7), f"{where}confidence"),
                 created=now if ts is None else ts, source=_check_optional_str(it.get("source"), f"{where}source"),
-                metadata=_metadata_json(it.get("metadata", {}), f"{where}metadata"))
+                metadata=_metadata_json(scoped_metadata(it.get("metadata", {}), it, where), f"{where}metadata"))
 
 # %% ../../../nbs/memory/rules/17_hygiene.ipynb #8b98a28d
 _STOPWORDS = set("""a an the and or but of to in on at for with from by is are was were be been being it its this that

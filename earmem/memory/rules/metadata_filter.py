@@ -5,11 +5,12 @@
 # %% ../../../nbs/memory/rules/18c_metadata_filter.ipynb #da8f68fc
 from __future__ import annotations
 import json, math
+import numpy as np
 from .hygiene import MAX_METADATA_CHARS
 
 # %% auto #0
 __all__ = ['FILTER_OPERATORS', 'FILTER_COMBINATORS', 'MAX_FILTER_DEPTH', 'MAX_FILTER_TERMS', 'FilterError',
-           'check_metadata_filter', 'metadata_matches', 'metadata_sql']
+           'check_metadata_filter', 'metadata_matches', 'MetadataColumns', 'metadata_rows', 'metadata_sql']
 
 # %% ../../../nbs/memory/rules/18c_metadata_filter.ipynb #f04dabad
 FILTER_OPERATORS = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$contains", "$exists")
@@ -102,6 +103,60 @@ def metadata_matches(meta: dict, want: dict) -> bool:
         else: ok = _holds(meta, k, "$eq", v)
         if not ok: return False
     return True
+
+# %% ../../../nbs/memory/rules/18c_metadata_filter.ipynb #8beab183
+def _parsed(texts, rows) -> dict:
+    "Row → parsed metadata of `rows` (a missing text reads as {}); each distinct text parsed once."
+    seen = {}
+    for p in rows:
+        t = texts[p] or "{}"
+        if t not in seen: seen[t] = json.loads(t)
+    return {p: seen[texts[p] or "{}"] for p in rows}
+
+def _set_codes(col: list, key: str, rows, docs: dict, n: int):
+    "Write the codes of `key` for `rows` into column `col` = [codes, distinct values, code of each value's JSON], grown to `n` rows."
+    if len(col[0]) < n: col[0] = np.concatenate([col[0], np.zeros(max(n, 2 * len(col[0])) - len(col[0]), np.int32)])
+    codes, values, code_of = col
+    for p in rows:
+        d = docs[p]
+        if not isinstance(d, dict) or key not in d: codes[p] = 0; continue
+        j = json.dumps(d[key], sort_keys=True)
+        if j not in code_of: code_of[j] = len(values) + 1; values.append(d[key])
+        codes[p] = code_of[j]
+
+# %% ../../../nbs/memory/rules/18c_metadata_filter.ipynb #76165458
+class MetadataColumns:
+    "Per-key columns of a list of metadata JSON texts (an index's `metadata`): for each key asked about, a code per row and the distinct values."
+    def __init__(self): self.source, self.n, self.changed, self.keys = None, 0, set(), {}
+    def mark(self, p: int): self.changed.add(p)   # row p was rewritten (or erased)
+
+    def column(self, texts, n: int, key: str) -> tuple:
+        "(codes of the first `n` rows, distinct values) of `key` in `texts`; every column brought up to date with the rows appended or marked since."
+        if texts is not self.source or n < self.n: self.__init__(); self.source = texts   # a new list (the index reloaded): start again
+        rows = sorted(p for p in self.changed if p < n) + list(range(self.n, n))
+        if rows and self.keys:
+            docs = _parsed(texts, rows)
+            for k, col in self.keys.items(): _set_codes(col, k, rows, docs, n)
+        self.n, self.changed = n, set()
+        if key not in self.keys:
+            self.keys[key] = [np.zeros(n, np.int32), [], {}]
+            _set_codes(self.keys[key], key, range(n), _parsed(texts, range(n)), n)
+        return self.keys[key][0][:n], self.keys[key][1]
+
+# %% ../../../nbs/memory/rules/18c_metadata_filter.ipynb #1bb73032
+def metadata_rows(columns: MetadataColumns, texts, n: int, want: dict) -> np.ndarray:
+    "Boolean mask of the first `n` rows of `texts` whose metadata passes the checked filter `want`: exactly `metadata_matches`, judged once per distinct value of each key."
+    out = np.ones(n, bool)
+    for k, v in want.items():
+        if k in ("$and", "$or"):
+            subs = [metadata_rows(columns, texts, n, f) for f in v]
+            m = np.logical_and.reduce(subs) if k == "$and" else np.logical_or.reduce(subs)
+        elif k == "$not": m = ~metadata_rows(columns, texts, n, v)
+        else:
+            codes, values = columns.column(texts, n, k)
+            m = np.array([metadata_matches({}, {k: v})] + [metadata_matches({k: x}, {k: v}) for x in values], bool)[codes]
+        out &= m
+    return out
 
 # %% ../../../nbs/memory/rules/18c_metadata_filter.ipynb #4161a01d
 _SQL_ORDER = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}

@@ -6,7 +6,7 @@
 __all__ = ['AddResult', 'Hit', 'Hits', 'Injection', 'MemoryRecord', 'MemoryTools', 'UserTools', 'handle_tool_call', 'inject',
            'tool_specs', 'tools_for', 'Learning', 'MemoryStore', 'PROBE_TEXT', 'infer_kind', 'ChatResult', 'Extractor',
            'LLMExtractor', 'RuleExtractor', 'Guard', 'server_guard', 'consolidate_shared', 'CrossEncoderScorer',
-           'LLMRelevanceScorer', 'RelevanceScorer', 'Rerank', 'SimulatedScorer', 'explore_slate']
+           'LLMRelevanceScorer', 'RelevanceScorer', 'Rerank', 'SimulatedScorer', 'explore_slate', 'scope_filter']
 
 # %% ../../../nbs/memory/store/23e_store_package.ipynb #5b94982f
 from .agent_view import (AddResult, Hit, Hits, Injection, MemoryRecord, MemoryTools, UserTools, handle_tool_call,
@@ -20,7 +20,8 @@ from .trust import Guard, server_guard
 from .consolidate import consolidate_shared
 from .rerank import CrossEncoderScorer, LLMRelevanceScorer, RelevanceScorer, Rerank, SimulatedScorer
 from .explore import explore_slate
+from .scopes import scope_filter
 _all_ = ["AddResult", "Hit", "Hits", "Injection", "MemoryRecord", "MemoryTools", "UserTools", "handle_tool_call", "inject", "tool_specs",
          "tools_for", "Learning", "MemoryStore", "PROBE_TEXT", "infer_kind", "ChatResult", "Extractor", "LLMExtractor", "RuleExtractor",
          "Guard", "server_guard", "consolidate_shared", "CrossEncoderScorer", "LLMRelevanceScorer", "RelevanceScorer",
-         "Rerank", "SimulatedScorer", "explore_slate"]
+         "Rerank", "SimulatedScorer", "explore_slate", "scope_filter"]

@@ -368,9 +368,9 @@ def search(self: MemoryTools, query: str, k: int = 5, min_relevance: float | Non
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #5c1d2e1d
 @patch
 def add(self: MemoryTools, text: str, kind: str | None = None, entities: list | None = None, importance: float | None = None,
-        timestamp: str | float | None = None, source: str | None = None, metadata: dict | None = None) -> dict:
-    "Write one memory (near-duplicates merge; no kind = inferred from the wording); returns {id, action, similarity, count} (and supersedes, reason for an update)."
-    extra = {"metadata": metadata} if metadata is not None else {}
+        timestamp: str | float | None = None, source: str | None = None, metadata: dict | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict:
+    "Write one memory (near-duplicates merge; no kind = inferred from the wording; `agent_id`, `run_id`: the store's own arguments); returns {id, action, similarity, count} (and supersedes, reason for an update)."
+    extra = {k: v for k, v in (("metadata", metadata), ("agent_id", agent_id), ("run_id", run_id)) if v is not None}
     out = asdict(self.store.add(text, kind, entities, importance, timestamp, source, **extra))
     return {k: v for k, v in out.items() if v is not None or k == "similarity"}
 
@@ -512,11 +512,9 @@ def check_user_id(value, required: bool = False) -> str | None:
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #3a97bdcc
 def _scoped(name: str, args: dict) -> tuple:
-    "(user_id or None, the arguments with agent_id / run_id moved into metadata: kept by add, a filter for search and list)."
+    "(user_id or None, the other arguments): agent_id and run_id go on to the store's own arguments (kept by add as metadata keys, narrowing search and list; chapters 17, 19)."
     args = dict(args)
-    user, tags = check_user_id(args.pop("user_id", None)), {k: args.pop(k) for k in ("agent_id", "run_id") if k in args}
-    if tags: args["metadata"] = {**args.get("metadata", {}), **tags}
-    return user, args
+    return check_user_id(args.pop("user_id", None)), args
 
 @patch
 def run(self: MemoryTools, name: str, arguments: dict | str | None = None, defaults: dict | None = None) -> dict:

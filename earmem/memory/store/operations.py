@@ -134,7 +134,7 @@ def _insert_batch(self: MemoryStore, items: list, V: np.ndarray, rev: int, now: 
     return [_add_result(*p, fresh, merges) for p in plan]
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #14376487
-_BATCH_DEFAULTS = {"kind", "entities", "importance", "timestamp", "source", "confidence", "store", "metadata"}
+_BATCH_DEFAULTS = {"kind", "entities", "importance", "timestamp", "source", "confidence", "store", "metadata", "agent_id", "run_id"}
 
 @patch
 def _batch_vectors(self: MemoryStore, prepared: list, embeddings) -> np.ndarray:
@@ -172,13 +172,13 @@ def add(self: MemoryStore,
         entities: Sequence[str] | None = None,  # people, services, projects it is about
         importance: float | None = None,  # in [0, 1]; None = derive_importance(text, kind)
         timestamp=None,  # when it happened (ISO string, datetime, seconds); None = now
-        source: str | None = None,  # where it came from (session id, tool, URL …)
+        source: str | None = None, agent_id: str | None = None, run_id: str | None = None,  # where it came from (session id, tool, URL …); which agent wrote it, in which run (kept as metadata keys, chapter 17)
         **extra) -> AddResult:  # id=, metadata=, confidence=, store=
     "Write one memory (or merge it into a near-duplicate); returns `AddResult(id, action, similarity, count)`."
     bad = set(extra) - {"id", "metadata", "confidence", "store"}
     if bad: raise TypeError(f"add: unexpected keyword argument(s) {sorted(bad)}")
     if kind is None and isinstance(text, str): kind = default_kind(text)
-    item = dict(text=text, kind=kind, entities=entities, importance=importance, timestamp=timestamp, source=source, **extra)
+    item = dict(text=text, kind=kind, entities=entities, importance=importance, timestamp=timestamp, source=source, agent_id=agent_id, run_id=run_id, **extra)
     return self.add_many([item])[0]
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #19b554a8
@@ -484,12 +484,12 @@ def search(self: MemoryStore,
            min_relevance: float | None = None,  # relevance floor; None = config.min_relevance
            touch: bool = False,  # refresh the returned memories' last-access time (reinforcement on use is feedback's job)
            balanced: bool | None = None, rerank=None,  # K/2 candidates per store (None = config.balanced); EARM reranking (23dr): a scorer, a Rerank, True (the store's) or None
-           explore=None) -> Hits:  # exploratory slots among the k (23dx): True (one), a number, False, or None = config.explore_slots
+           explore=None, agent_id: str | None = None, run_id: str | None = None) -> Hits:  # exploratory slots among the k (23dx): True (one), a number, False, or None = config.explore_slots; only the memories of this agent / run
     "Filter, retrieve K candidates, keep those whose frozen relevance clears the floor, rank by relevance (adapter) + recency + importance (or, reranked, by observed/completed scores); best k."
     self._check_open()
     k = check_positive_int(k, "k")
     floor = self.config.min_relevance if min_relevance is None else check_number(min_relevance, "min_relevance", -1, 1)
-    flt, _ = SearchFilter.from_args(dict(filter=filters, kinds=kinds, entities=entities, since=since, until=until, store=store, as_of=as_of))
+    flt, _ = SearchFilter.from_args(dict(filter=filters, kinds=kinds, entities=entities, since=since, until=until, store=store, as_of=as_of, agent_id=agent_id, run_id=run_id))
     text, q = self._query_vector(query)
     c, plan = self.config, self._rerank_plan(rerank, k)  # declared hook: None unless reranking (23dr)
     with self._lock:

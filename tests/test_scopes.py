@@ -1,0 +1,120 @@
+"""agent_id / run_id first-class (issue 40, chapter 23dy): a generated matrix of operations × scopes × filters on both
+backends (the contract suite's `loc` fixture: a store folder, and a fresh namespace of a PostgreSQL server), a
+property-based check that a delete-by removes exactly its scope, and the doors (HTTP, the tool layer) agreeing with
+Python on the same store."""
+import itertools, json, uuid
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st_
+
+from earmem.memory.rules.hygiene import ScopeError
+from tests.test_contract import Location, loc  # noqa: F401  (the fixture: [sqlite] and [postgres])
+
+AGENTS, RUNS = ["planner", "coder", None], ["r1", "r2", None]
+SCOPES = {"agent": {"agent_id": "planner"}, "run": {"run_id": "r1"}, "both": {"agent_id": "coder", "run_id": "r2"}, "none": {}}
+FILTERS = {"unfiltered": None, "filtered": {"metadata": {"n": {"$gte": 4}}}}
+
+
+def fill(st):
+    "Nine memories, one for each (agent, run) pair, with metadata n = 0..8; their (id, agent, run, n)."
+    out = []
+    for n, (a, r) in enumerate(itertools.product(AGENTS, RUNS)):
+        res = st.add(f"note {n}: the {a or 'nobody'} worked on item {n * 7} in {r or 'no run'}", kind="fact", agent_id=a, run_id=r, metadata={"n": n})
+        out.append((res.id, a, r, n))
+    return out
+
+
+def expected(rows, scope: dict, flt) -> list:
+    "Ids of `rows` in `scope` passing the test filter `flt`, in insertion order."
+    return [i for i, a, r, n in rows if scope.get("agent_id", a) == a and scope.get("run_id", r) == r and (flt is None or n >= 4)]
+
+
+@pytest.mark.parametrize("op, scope, flt", list(itertools.product(["search", "list", "delete_all"], SCOPES, FILTERS)))
+def test_scope_matrix(loc, op, scope, flt):
+    st = loc.open(); rows = fill(st)
+    want, kw = expected(rows, SCOPES[scope], FILTERS[flt]), {**SCOPES[scope], **({"filters": FILTERS[flt]} if FILTERS[flt] else {})}
+    if op == "search": assert sorted(st.search("which item was worked on", k=20, **kw).ids) == sorted(want)
+    elif op == "list": assert [r.id for r in st.list(**kw)] == want
+    elif not kw:
+        with pytest.raises(ValueError, match="give at least one"): st.delete_all()
+        assert len(st) == len(rows)
+    else:
+        assert st.delete_all(**kw)["ids"] == want
+        assert [r.id for r in st.list()] == [i for i, *_ in rows if i not in want]
+        assert all(i not in st for i in want)
+    st.close()
+
+
+@pytest.mark.parametrize("scope", list(SCOPES))
+def test_add_keeps_the_scope_as_metadata(loc, scope):
+    st = loc.open()
+    r = st.add("the release is on Thursday", kind="fact", metadata={"k": 1}, **SCOPES[scope])
+    assert st.get(r.id).metadata == {"k": 1, **SCOPES[scope]}
+    many = st.add_many(["alpha beta gamma", {"text": "delta epsilon", "run_id": "r9"}], kind="fact", **SCOPES[scope])
+    assert [st.get(m.id).metadata for m in many] == [SCOPES[scope], {**SCOPES[scope], "run_id": "r9"}]   # an item's own run_id wins over the batch's
+    st.close()
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda s: s.add("x y", kind="fact", agent_id=""), "agent_id: is empty"),
+    (lambda s: s.add("x y", kind="fact", run_id=7), "run_id: expected a non-empty string, got int"),
+    (lambda s: s.add_many(["x y"], agent_id=" a"), "agent_id: ' a' has surrounding spaces"),
+    (lambda s: s.search("x", agent_id=["a"]), "agent_id: expected a non-empty string, got list"),
+    (lambda s: s.list(run_id=""), "run_id: is empty"),
+    (lambda s: s.delete_all(agent_id=1.5), "agent_id: expected a non-empty string, got float"),
+    (lambda s: s.add("x y", kind="fact", agent_id="a", metadata={"agent_id": "b"}), "agent_id: 'a', but metadata holds agent_id='b'")])
+def test_bad_scopes_are_named_alike_on_both_backends(loc, call, says):
+    st = loc.open()
+    with pytest.raises(ScopeError, match=says.replace("(", r"\(").replace(")", r"\)")): call(st)
+    assert len(st) == 0   # nothing written
+    st.close()
+
+
+SCOPE_VALUES = st_.sampled_from(["a", "b", None])
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tags=st_.lists(st_.tuples(SCOPE_VALUES, SCOPE_VALUES), min_size=1, max_size=8),
+       target=st_.tuples(SCOPE_VALUES, SCOPE_VALUES).filter(lambda t: t != (None, None)))
+def test_delete_by_removes_exactly_its_scope(loc, tags, target):
+    "A delete-by agent A (and/or run R) never removes another agent's, another run's or an unscoped memory, and list-by returns exactly the scoped set."
+    here = loc.other(f"p-{uuid.uuid4().hex[:10]}") if loc.kind == "postgres" else Location("sqlite", f"{loc.where}-{uuid.uuid4().hex[:8]}")
+    st = here.open()
+    ids = [st.add(f"memory {i} about subject {i * 13}", kind="fact", id=f"m{i}", agent_id=a, run_id=r).id for i, (a, r) in enumerate(tags)]
+    agent, run = target
+    inside = [i for i, (a, r) in zip(ids, tags) if (agent is None or a == agent) and (run is None or r == run)]
+    assert [m.id for m in st.list(agent_id=agent, run_id=run)] == inside
+    assert st.delete_all(agent_id=agent, run_id=run)["deleted"] == len(inside)
+    assert [m.id for m in st.list()] == [i for i in ids if i not in inside]
+    st.close()
+
+
+def test_the_doors_and_python_agree(loc):
+    "The tool layer and HTTP (both through MemoryTools) take the scopes as the store's own arguments: same writes, same lists, same hits."
+    from fastapi.testclient import TestClient
+    from earmem.serve.http import create_app
+    st = loc.open(); rows = fill(st)
+    c = TestClient(create_app(st))
+    r = c.post("/memories", json={"text": "the door wrote this about the login page", "kind": "fact", "agent_id": "planner", "run_id": "r1"})
+    assert r.status_code == 201, r.text
+    assert st.get(r.json()["id"]).metadata == {"agent_id": "planner", "run_id": "r1"}
+    for scope, flt in itertools.product(SCOPES.values(), FILTERS.values()):
+        listed = c.get("/memories", params={**scope, "limit": 100, **({"metadata": json.dumps(flt["metadata"])} if flt else {})})
+        assert listed.status_code == 200, listed.text
+        py = [m.id for m in st.list(**scope, filters=flt)]
+        assert [m["id"] for m in listed.json()["memories"]] == py
+        assert [m["id"] for m in st.tools.run("list", {**scope, "limit": 100, **(flt or {})})["memories"]] == py
+        hits = c.post("/search", json={"query": "which item was worked on", "k": 20, **scope, **(flt or {})})
+        assert sorted(h["id"] for h in hits.json()["hits"]) == sorted(st.search("which item was worked on", k=20, **scope, filters=flt).ids)
+    bad = c.post("/search", json={"query": "x", "agent_id": ""})
+    assert bad.status_code == 422 and "agent_id: is empty" in bad.json()["error"], bad.text
+    st.close()
+
+
+@pytest.mark.parametrize("kw", [{}, {"metadata": {}}, {"filters": {"metadata": {}}}, {"filters": {}}])
+def test_delete_all_refuses_what_narrows_nothing(loc, kw):
+    "An empty filter passes every memory: delete_all refuses it rather than erase the store (clear() does that)."
+    st = loc.open(); rows = fill(st)
+    with pytest.raises(ValueError, match="give at least one"): st.delete_all(**kw)
+    assert len(st) == len(rows)
+    st.close()

@@ -14,7 +14,8 @@ from .hygiene import check_entities, compared_kinds, entities_overlap, is_chatte
 # %% auto #0
 __all__ = ['ACTIONS', 'VALUE_SLOTS', 'JUDGED_NEIGHBOURS', 'Decision', 'Judge', 'clean_text', 'normalise', 'topic_words', 'slots',
            'slot_changes', 'judge_change', 'supersedes_at_door', 'merges_at_door', 'judge_scores', 'door_action',
-           'door_scores', 'table_report', 'main', 'merge_duplicate', 'plan_dedupe', 'infer_kind', 'default_kind']
+           'door_scores', 'table_report', 'main', 'merge_duplicate', 'plan_dedupe', 'plan_exact', 'infer_kind',
+           'default_kind']
 
 # %% ../../../nbs/memory/rules/18_updates.ipynb #29617750
 ACTIONS = ("restatement", "update", "distinct", "unsure")  # unsure: keep both, marked as conflicting (chapter 18a)
@@ -495,6 +496,15 @@ def plan_dedupe(items: list, V: np.ndarray, old: list, new: list, stored: Callab
         merge_duplicate(target, item, sim)
         plan.append((where, ref, sim, decision))
     return fresh, merges, plan, batch_ids
+
+# %% ../../../nbs/memory/rules/18_updates.ipynb #5cf826d8
+def plan_exact(items: list, V: np.ndarray, exists: Callable) -> tuple:
+    "The plan of a batch written as given (no dedupe, no update inference): every item new; explicit ids checked unused, as `plan_dedupe` does."
+    batch_ids = set()
+    for it in items:
+        if it["id"] is not None and (exists(it["id"]) or it["id"] in batch_ids): raise ValueError(f"id: a memory with id {it['id']!r} already exists")
+        if it["id"] is not None: batch_ids.add(it["id"])
+    return [_fresh(it, V[i]) for i, it in enumerate(items)], {}, [("new", i, None, None) for i in range(len(items))], batch_ids
 
 # %% ../../../nbs/memory/rules/18_updates.ipynb #7d5023bf
 _CORRECTION = re.compile(r"\b(?:actually|correction|i meant|scratch that|to correct|sorry,?\s(?:it's|it is))\b|\bnot\s[^,.;]+,?\s(?:but|it's)\b|"

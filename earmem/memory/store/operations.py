@@ -13,7 +13,7 @@ from fastcore.basics import patch
 import earmem.memory.store.agent_view as agent
 from ...core import Candidates, Memory, Query, atomic_write, check_matrix, check_number, check_positive_int, unit_rows
 from ..rules.hygiene import DAY, KINDS, KIND_NAMES, STORES, compared_kinds, iso, normalise_item, recency_decay, token_counter
-from ..rules.updates import plan_dedupe, _fresh   # _fresh: an item as written, for exact writes
+from ..rules.updates import plan_dedupe, plan_exact
 from ..rules.updates import default_kind, infer_kind   # what kind a sentence states (chapter 18)
 from ..index.mirror import SearchFilter, item_row, one_blas_thread
 from ..index.graph import round_f16
@@ -118,18 +118,10 @@ def _add_result(where, ref, sim, decision, fresh: list, merges: dict) -> AddResu
     if decision is not None and decision.is_update: return AddResult(f["id"], "updated", sim, f["count"], f["supersedes"], decision.reason)
     return AddResult(f["id"], "inserted" if sim is None else "merged", sim, f["count"])
 
-def _plan_exact(items: list, V: np.ndarray, exists) -> tuple:
-    "The plan of a batch written as given (no dedupe, no update inference): every item new; explicit ids checked unused, as `plan_dedupe` does."
-    batch_ids = set()
-    for it in items:
-        if it["id"] is not None and (exists(it["id"]) or it["id"] in batch_ids): raise ValueError(f"id: a memory with id {it['id']!r} already exists")
-        if it["id"] is not None: batch_ids.add(it["id"])
-    return [_fresh(it, V[i]) for i, it in enumerate(items)], {}, [("new", i, None, None) for i in range(len(items))], batch_ids
-
 @patch
 def _insert_batch(self: MemoryStore, items: list, V: np.ndarray, rev: int, now: float, exclude: tuple = (), dedupe: bool = True) -> list:
     "Dedupe `items` (unit embeddings `V`) against active memories and each other, judge updates, then write them (inside `_write`); not `dedupe`: written as given."
-    fresh, merges, plan, batch_ids = self._plan_batch(items, V, exclude) if dedupe else _plan_exact(items, V, self._backend.has)
+    fresh, merges, plan, batch_ids = self._plan_batch(items, V, exclude) if dedupe else plan_exact(items, V, self._backend.has)
     self._write_batch(fresh, merges, batch_ids, rev, now)
     return [_add_result(*p, fresh, merges) for p in plan]
 

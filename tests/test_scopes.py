@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st_
 
 from earmem.memory.rules.hygiene import ScopeError
-from tests.test_contract import Location, loc  # noqa: F401  (the fixture: [sqlite] and [postgres])
+from test_contract import Location, loc  # noqa: F401  (the fixture: [sqlite] and [postgres])
 
 AGENTS, RUNS = ["planner", "coder", None], ["r1", "r2", None]
 SCOPES = {"agent": {"agent_id": "planner"}, "run": {"run_id": "r1"}, "both": {"agent_id": "coder", "run_id": "r2"}, "none": {}}

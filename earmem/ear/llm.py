@@ -85,6 +85,22 @@ def _body(self: ChatClient, messages: list, response_format: dict | None = None)
         body["response_format"] = response_format
     return body
 
+# %% ../../nbs/ear/06_llm.ipynb #41857742
+@patch
+def _tally(self: ChatClient, usage) -> None:
+    "Add a reply's `usage` (prompt, completion, total tokens) to `self.usage`; a reply without one (or a malformed one) adds nothing."
+    if not isinstance(usage, dict): return
+    got = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in got.values() if v is not None): return
+    if got["total_tokens"] is None: got["total_tokens"] = (got["prompt_tokens"] or 0) + (got["completion_tokens"] or 0)
+    for k, v in got.items(): self.usage[k] += v or 0
+    self.usage["replies"] += 1
+
+@patch(as_prop=True)
+def tokens(self: ChatClient) -> int | None:
+    "Total tokens the server reported over this client's replies; None while no reply has reported usage."
+    return self.usage["total_tokens"] if self.usage["replies"] else None
+
 # %% ../../nbs/ear/06_llm.ipynb #518fb9ae
 @patch
 def _post(self: ChatClient, data: bytes) -> bytes:
@@ -108,21 +124,6 @@ def _content(self: ChatClient, raw: bytes) -> str:
         raise RuntimeError(f"LLM endpoint {self.url} sent a completion without text content: {msg!r:.300}")
     self._tally(reply.get("usage"))
     return content
-
-@patch
-def _tally(self: ChatClient, usage) -> None:
-    "Add a reply's `usage` (prompt, completion, total tokens) to `self.usage`; a reply without one (or a malformed one) adds nothing."
-    if not isinstance(usage, dict): return
-    got = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in got.values() if v is not None): return
-    if got["total_tokens"] is None: got["total_tokens"] = (got["prompt_tokens"] or 0) + (got["completion_tokens"] or 0)
-    for k, v in got.items(): self.usage[k] += v or 0
-    self.usage["replies"] += 1
-
-@patch(as_prop=True)
-def tokens(self: ChatClient) -> int | None:
-    "Total tokens the server reported over this client's replies; None while no reply has reported usage."
-    return self.usage["total_tokens"] if self.usage["replies"] else None
 
 # %% ../../nbs/ear/06_llm.ipynb #74df8cd0
 def _check_messages(messages) -> list:

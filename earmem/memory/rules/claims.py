@@ -125,7 +125,7 @@ def _first_verb(toks: list) -> int | None:
         return i
     return None
 
-
+# %% ../../../nbs/memory/rules/18a_claims.ipynb #4555a684
 def _subject_key(toks: list) -> str:
     "Canonical subject of the tokens before the main verb."
     words = []
@@ -486,8 +486,7 @@ def _one_subject(a: Claim, b: Claim) -> tuple:
     ca, cb = _cls(a), _cls(b)
     moved_away = ca == "residence" and b.verb in ("move", "relocate") and cb != "residence"  # "moved to the sales team": not a home
     if (cb in _CHANGE_VERBS or b.verb in _CHANGE_VERBS) and not moved_away: cb = ca  # "moved to", "was pushed to": a new value of the old attribute
-    only_a, only_b = a.obj_words - b.obj_words - _FILLER, b.obj_words - a.obj_words - _FILLER
-    shared = (a.obj_words & b.obj_words) - _FILLER
+    only_a, only_b, shared = a.obj_words - b.obj_words - _FILLER, b.obj_words - a.obj_words - _FILLER, (a.obj_words & b.obj_words) - _FILLER
     diff = _values_differ(_values(a), _values(b))
     sa, sb = a.slots.get("state", frozenset()), b.slots.get("state", frozenset())
     if b.terminate and not a.terminate and a.verb and any(_lemma(w) == a.verb for w in b.obj_words):   # "I quit smoking" ends "I smoke …"

@@ -451,6 +451,7 @@ def _rerank(self: MemoryStore, plan, cands, rows: np.ndarray, score: np.ndarray,
     "A declared hook, called by `search` with a plan from `_rerank_plan`: (score, relevance, report) of the candidates reranked, the report annotating the hits. Chapter 23dr fills it. Does nothing."
     return None
 
+# %% ../../../nbs/memory/store/23_operations.ipynb #d65c1f42
 @patch
 def _explore(self: MemoryStore, cands, keep: np.ndarray, order: np.ndarray, rel: np.ndarray, k: int, explore):
     "A declared hook, called by `search` with the positions that cleared the floor (`keep`), those it ranked (`order`), the candidates' relevance and its `explore` argument: (order, explored positions) with exploratory slots among the k, or None. Chapter 23dx fills it. Does nothing."
@@ -460,7 +461,6 @@ def _explore(self: MemoryStore, cands, keep: np.ndarray, order: np.ndarray, rel:
 def _forget_experience(self: MemoryStore, ids):
     "A declared hook, called inside the write transaction that deletes, retracts, supersedes or rewrites memories `ids` (None: all): their reranking scores go (23dr). Does nothing."
     return None
-
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #f097a381
 @patch
@@ -478,8 +478,7 @@ def search(self: MemoryStore,
            balanced: bool | None = None, rerank=None,  # K/2 candidates per store (None = config.balanced); EARM reranking (23dr): a scorer, a Rerank, True (the store's) or None
            explore=None, agent_id: str | None = None, run_id: str | None = None) -> Hits:  # exploratory slots among the k (23dx): True (one), a number, False, or None = config.explore_slots; only the memories of this agent / run
     "Filter, retrieve K candidates, keep those whose frozen relevance clears the floor, rank by relevance (adapter) + recency + importance (or, reranked, by observed/completed scores); best k."
-    self._check_open()
-    k = check_positive_int(k, "k")
+    self._check_open(); k = check_positive_int(k, "k")
     floor = self.config.min_relevance if min_relevance is None else check_number(min_relevance, "min_relevance", -1, 1)
     flt, _ = SearchFilter.from_args(dict(filter=filters, kinds=kinds, entities=entities, since=since, until=until, store=store, as_of=as_of, agent_id=agent_id, run_id=run_id))
     text, q = self._query_vector(query)
@@ -492,14 +491,12 @@ def search(self: MemoryStore,
         cands, now = self._candidate_set(text, q, rows, cosines, fused), self.clock()
         score, rel, rec = self._blend(cands, rows, now)
         if (rr := self._rerank(plan, cands, rows, score, rel) if plan is not None else None) is not None: score, rel = rr[0], rr[1]  # declared hook (23dr): (score, relevance, report)
-        keep = np.flatnonzero(np.asarray(cands.scores) >= floor)  # the floor judges frozen relevance: a learner reorders, never hides
-        order = keep[np.lexsort((keep, -score[keep]))][:k]
+        keep = np.flatnonzero(np.asarray(cands.scores) >= floor); order = keep[np.lexsort((keep, -score[keep]))][:k]  # the floor judges frozen relevance: a learner reorders, never hides
         order = o if (o := self._order_candidates(rows, order, k)) is not None else order  # the declared hook: a raw turn a correction rewrote never leads it (23b, issue 36)
         order, explored = ex if (ex := self._explore(cands, keep, order, rel, k, explore)) is not None else (order, ())  # declared hook (23dx)
         hits = [self._hit(rows[j], rank, score[j], rel[j], rec[j], cosines[j]) for rank, j in enumerate(order, 1)]
         for h, j in zip(hits, order): h.explored = int(j) in explored
-        hit_rows = rows[order]
-        conflicts = mark_conflicts(hits, np.asarray(ix.E[hit_rows], np.float32), list(zip(ix.created[hit_rows], hit_rows)), self.config)
+        conflicts = mark_conflicts(hits, np.asarray(ix.E[rows[order]], np.float32), list(zip(ix.created[rows[order]], rows[order])), self.config)
         lead = newer_first(hits, conflicts)  # a claim the door kept beside the one it may update never ranks above it (issue 36)
         hits, order = [hits[i] for i in lead], order[lead]
         for rank, h in enumerate(hits, 1): h.rank = rank

@@ -65,12 +65,16 @@ def experience_rows(self: PostgresBackend, after: int = 0) -> list:
 def dump_experience(self: PostgresBackend) -> list:
     "Every reranked query of the namespace as `log_experience` takes it, in order: (at, text, vector, memory ids, scores, scorer, completed) — for a migration."
     if not self.has_experience(): return []
-    has = self._q("SELECT 1 FROM information_schema.columns WHERE table_schema=%s AND table_name='experience_queries' "
-                  "AND column_name='completed'", (self.schema,)).fetchone()
-    meta = {int(q): (float(at), n) for q, at, n in self._q(f"SELECT seq, at, {'completed' if has else 'NULL'} FROM {{s}}.experience_queries "
+    meta = {int(q): (float(at), n) for q, at, n in self._q(f"SELECT seq, at, {'completed' if self.has_completed() else 'NULL'} FROM {{s}}.experience_queries "
                                                             "WHERE namespace=%s", (self.namespace,))}
     return [(meta[q][0], text, vec, [m for m, _, _ in c], [s for _, s, _ in c], c[0][2] if c else "", meta[q][1])
             for q, text, vec, c in self.experience_rows()]
+
+@patch
+def has_completed(self: PostgresBackend) -> bool:
+    "Whether the experience queries keep how many scores each search completed (a schema of an earlier earmem, read but not upgraded, does not)."
+    return self._q("SELECT 1 FROM information_schema.columns WHERE table_schema=%s AND table_name='experience_queries' "
+                   "AND column_name='completed'", (self.schema,)).fetchone() is not None
 
 # %% ../../../nbs/memory/backends/20ea_postgres_experience.ipynb #38e0a016
 @patch
@@ -101,12 +105,11 @@ def experience_counts(self: PostgresBackend) -> dict:
     if not self.has_experience(): return {"queries": 0, "scores": 0, "memories": 0, "scorers": {}, "completed": 0}
     n = self._q("SELECT (SELECT count(*) FROM {s}.experience_queries WHERE namespace=%s), count(*), count(DISTINCT memory_id) "
                 "FROM {s}.experience_scores WHERE namespace=%s", (self.namespace,) * 2).fetchone()
-    has = "SELECT 1 FROM information_schema.columns WHERE table_schema=%s AND table_name='experience_queries' AND column_name='completed'"
     done = self._q("SELECT COALESCE(SUM(completed), 0) FROM {s}.experience_queries WHERE namespace=%s", (self.namespace,)).fetchone() \
-        if self._q(has, (self.schema,)).fetchone() else (0,)   # a reader of an earlier schema: no column yet
+        if self.has_completed() else (0,)   # a reader of an earlier schema: no column yet
     by = self._q("SELECT scorer, count(*) FROM {s}.experience_scores WHERE namespace=%s GROUP BY scorer ORDER BY scorer", (self.namespace,))
     return {"queries": int(n[0]), "scores": int(n[1]), "memories": int(n[2]), "scorers": {s: int(c) for s, c in by}, "completed": int(done[0])}
 
-RESILIENT_EXPERIENCE = ("has_experience", "log_experience", "experience_rows", "dump_experience", "erase_experience", "experience_erasures",
-                        "experience_counts")
+RESILIENT_EXPERIENCE = ("has_experience", "log_experience", "experience_rows", "dump_experience", "has_completed", "erase_experience",
+                        "experience_erasures", "experience_counts")
 for _name in RESILIENT_EXPERIENCE: setattr(PostgresBackend, _name, _resilient(getattr(PostgresBackend, _name)))

@@ -21,7 +21,7 @@ _all_ = ["SQLiteBackend", "REQUESTS_SCHEMA", "WRITER_FILE", "name_fault"]  # `fr
 
 # %% auto #0
 __all__ = ['PENDING_MAX', 'PENDING_HARD', 'LINK_CHUNK', 'LINK_SLICE', 'OVERSAMPLE', 'FILTER_SLACK', 'WIDEN_MAX',
-           'DEDUPE_NEIGHBOURS', 'EXPERIENCE_SCHEMA', 'linker_step', 'has_experience', 'SQLiteBackend',
+           'DEDUPE_NEIGHBOURS', 'EXPERIENCE_SCHEMA', 'linker_step', 'has_experience', 'has_completed', 'SQLiteBackend',
            'REQUESTS_SCHEMA', 'WRITER_FILE', 'name_fault']
 
 # %% ../../../nbs/memory/backends/20b_sqlite.ipynb #208981bc
@@ -543,8 +543,7 @@ def log_experience(self: SQLiteBackend, at: float, text: str, vector: bytes, ids
                    completed: int | None = None) -> int:
     "Inside `write`: one reranked query (text, vector), its observed scores of memories `ids` and how many it `completed`; returns the query's seq."
     for stmt in EXPERIENCE_SCHEMA: self.db.execute(stmt)
-    if "completed" not in {r[1] for r in self.db.execute("PRAGMA table_info(experience_queries)")}:   # a table of an earlier earmem
-        self.db.execute("ALTER TABLE experience_queries ADD COLUMN completed INTEGER")
+    if not has_completed(self.db): self.db.execute("ALTER TABLE experience_queries ADD COLUMN completed INTEGER")   # a table of an earlier earmem
     seq = self.db.execute("INSERT INTO experience_queries (at, text, vector, completed) VALUES (?, ?, ?, ?)",
                           (at, text, vector, None if completed is None else int(completed))).lastrowid
     self.db.executemany("INSERT INTO experience_scores VALUES (?, ?, ?, ?, ?)",
@@ -555,6 +554,10 @@ def log_experience(self: SQLiteBackend, at: float, text: str, vector: bytes, ids
 def has_experience(db) -> bool:
     "Whether the database has the reranking experience tables (made by the first `log_experience`)."
     return db.execute("SELECT 1 FROM sqlite_master WHERE name='experience_scores'").fetchone() is not None
+
+def has_completed(db) -> bool:
+    "Whether the experience queries keep how many scores each search completed (a table of an earlier earmem does not)."
+    return "completed" in {r[1] for r in db.execute("PRAGMA table_info(experience_queries)")}
 
 @patch
 def experience_rows(self: SQLiteBackend, after: int = 0) -> list:
@@ -571,7 +574,7 @@ def experience_rows(self: SQLiteBackend, after: int = 0) -> list:
 def dump_experience(self: SQLiteBackend) -> list:
     "Every reranked query as `log_experience` takes it, in order: (at, text, vector, memory ids, scores, scorer, completed) — for a migration."
     if not has_experience(self.db): return []
-    done = "completed" if "completed" in {r[1] for r in self.db.execute("PRAGMA table_info(experience_queries)")} else "NULL"
+    done = "completed" if has_completed(self.db) else "NULL"
     meta = {seq: (at, n) for seq, at, n in self.db.execute(f"SELECT seq, at, {done} FROM experience_queries")}
     return [(meta[seq][0], text, vec, [m for m, _, _ in c], [s for _, s, _ in c], c[0][2] if c else "", meta[seq][1])
             for seq, text, vec, c in self.experience_rows()]

@@ -14,7 +14,7 @@ from ...ear.critic import RelevanceSimulator, check_scores
 from ...ear.llm import LLMScorer
 from ..rules.hygiene import KIND_NAMES, STORES, iso
 from ..rules.llm_judge import _chat_structured, _takes_format
-from ..backends.sqlite import has_experience
+from ..backends.sqlite import has_completed, has_experience
 from .operations import MemoryStore
 
 # %% auto #0
@@ -305,12 +305,12 @@ def _rerank(self: MemoryStore, plan: Rerank, cands, rows: np.ndarray, score: np.
     t1 = time.perf_counter()
     if got:
         mixed, sources, _ = self._complete_and_mix(ex, ids, got)
-        self._log_experience(ex, text, np.asarray(cands.q), {ids[i]: s for i, s in got.items()}, scorer_name(plan.scorer),
-                             int((sources == "completed").sum()))
-    else: mixed, sources = score, np.full(len(ids), "semantic", object)   # nothing observed (the scorer failed): the search's own order
+        done = int((sources == "completed").sum())
+        self._log_experience(ex, text, np.asarray(cands.q), {ids[i]: s for i, s in got.items()}, scorer_name(plan.scorer), done)
+    else: mixed, sources, done = score, np.full(len(ids), "semantic", object), 0   # nothing observed (the scorer failed): the search's own order
     t2, tokens = time.perf_counter(), getattr(plan.scorer, "tokens", None)
     summary = {"scorer": scorer_name(plan.scorer), "stage": stage + 1, "budget": b, "scorer_calls": bought, "reused": reused,
-               "completed": int((sources == "completed").sum()), "semantic": int((sources == "semantic").sum()),
+               "completed": done, "semantic": int((sources == "semantic").sum()),
                "tokens": None if tokens is None else tokens - (tokens0 or 0),
                "ms": round(1e3 * (t2 - t0), 2), "completion_ms": round(1e3 * (t2 - t1), 2), "failure": failure}
     return mixed, (mixed if got else rel), RerankReport(sources, mixed, summary)
@@ -324,10 +324,9 @@ def experience_stats(self: MemoryStore) -> dict:
         out = {"queries": 0, "scores": 0, "memories": 0, "scorers": {}, "completed": 0}
     else:
         one = lambda sql: db.execute(sql).fetchone()[0]
-        has = "completed" in {r[1] for r in db.execute("PRAGMA table_info(experience_queries)")}   # a table of an earlier earmem may lack it
         out = {"queries": one("SELECT COUNT(*) FROM experience_queries"), "scores": one("SELECT COUNT(*) FROM experience_scores"),
                "memories": one("SELECT COUNT(DISTINCT memory_id) FROM experience_scores"),
                "scorers": dict(db.execute("SELECT scorer, COUNT(*) FROM experience_scores GROUP BY scorer").fetchall()),
-               "completed": one("SELECT COALESCE(SUM(completed), 0) FROM experience_queries") if has else 0}
+               "completed": one("SELECT COALESCE(SUM(completed), 0) FROM experience_queries") if has_completed(db) else 0}
     seen = out["scores"] + out["completed"]
     return {**out, "completed_share": round(out["completed"] / seen, 4) if seen else 0.0}

@@ -570,15 +570,6 @@ def experience_rows(self: SQLiteBackend, after: int = 0) -> list:
         cells.setdefault(q, []).append((m, s, by))
     return [(seq, text, vec, cells.get(seq, [])) for seq, text, vec in qs]
 
-@patch
-def dump_experience(self: SQLiteBackend) -> list:
-    "Every reranked query as `log_experience` takes it, in order: (at, text, vector, memory ids, scores, scorer, completed) — for a migration."
-    if not has_experience(self.db): return []
-    done = "completed" if has_completed(self.db) else "NULL"
-    meta = {seq: (at, n) for seq, at, n in self.db.execute(f"SELECT seq, at, {done} FROM experience_queries")}
-    return [(meta[seq][0], text, vec, [m for m, _, _ in c], [s for _, s, _ in c], c[0][2] if c else "", meta[seq][1])
-            for seq, text, vec, c in self.experience_rows()]
-
 # %% ../../../nbs/memory/backends/20b_sqlite.ipynb #a950510c
 @patch
 def erase_experience(self: SQLiteBackend, ids: list | None = None) -> int:
@@ -596,3 +587,13 @@ def experience_erasures(self: SQLiteBackend) -> int:
     "How many erasures took scores away (any process): a reader whose count differs rebuilds its matrix."
     got = self.db.execute("SELECT value FROM meta WHERE key='experience_erasures'").fetchone()
     return int(got[0]) if got else 0
+
+# %% ../../../nbs/memory/backends/20b_sqlite.ipynb #9a6b607f
+@patch
+def dump_experience(self: SQLiteBackend) -> list:
+    "Every reranked query as `log_experience` takes it, in order: (at, text, vector, memory ids, scores, scorer, completed) — for a migration."
+    if not has_experience(self.db): return []
+    done = "completed" if has_completed(self.db) else "NULL"
+    meta = {seq: (at, n) for seq, at, n in self.db.execute(f"SELECT seq, at, {done} FROM experience_queries")}
+    return [(meta[seq][0], text, vec, [m for m, _, _ in c], [s for _, s, _ in c], c[0][2] if c else "", meta[seq][1])
+            for seq, text, vec, c in self.experience_rows()]

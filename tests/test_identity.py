@@ -2,7 +2,8 @@
 driven through the real HTTP app (FastAPI's TestClient) and the MCP server's streamable-HTTP app behind the same access
 guard. For every cell the expected answer is derived from one rule — the user the operation will act for is the one
 the key is checked against — and the store is inspected afterwards: nothing happened for a user the key may not act
-for, and an erase never reached a user nobody named."""
+for, and an erase never reached a user nobody named. The erases are `clear` and the delete-by-scope `delete_all` (issue
+40), whose MCP cells go through the real MCP app, not a stand-in."""
 import itertools, json
 import pytest
 
@@ -23,7 +24,9 @@ NAMINGS = {"query ana": ("ana", None), "body ana": (None, "ana"), "query bo": ("
            "query ana, body bo": ("ana", "bo"), "spaced": (" ana", None), "zero-width": ("an\u200ba", None)}
 # operation -> (method, path, body or None when the route takes no body, whether it erases)
 OPS = {"search": ("POST", "/search", {"query": "coffee"}, False), "add": ("POST", "/memories", {"text": "drinks tea", "kind": "fact"}, False),
-       "list": ("GET", "/memories", None, False), "clear": ("DELETE", "/memories", None, True)}
+       "list": ("GET", "/memories", None, False), "clear": ("DELETE", "/memories", None, True),
+       "delete_all": ("POST", "/memories/delete-all", {"run_id": "r-matrix"}, True)}
+RUN_NOTE = "{} ran the matrix step"   # each user's memory of run r-matrix, which delete_all erases
 
 def _expected(op: str, naming: str, scope: str) -> int:
     q, b = NAMINGS[naming]
@@ -40,7 +43,8 @@ def _expected(op: str, naming: str, scope: str) -> int:
 @pytest.fixture
 def pool(tmp_path):
     with StorePool(tmp_path / "m", encoder=HashingEncoder(64)) as p:
-        for user in ("ana", "bo", "default"): p.store(user).add(f"{user} drinks coffee", "fact")
+        for user in ("ana", "bo", "default"):
+            p.store(user).add(f"{user} drinks coffee", "fact"); p.store(user).add(RUN_NOTE.format(user), "fact", run_id="r-matrix")
         yield p
 
 def _request(client, op, naming, scope):
@@ -64,7 +68,7 @@ def _acting(op: str, naming: str) -> str:
     return named[0] if named else "default"
 
 def _acted_for(op: str, r, changed: set) -> set:
-    "The users whose memories a successful answer shows (search, list) or changed (add, clear)."
+    "The users whose memories a successful answer shows (search, list) or changed (add, clear, delete_all)."
     owners = {"ana", "bo", "default"}   # each user's own memory says "<user> drinks coffee"
     if op == "search": return {h["text"].split()[0] for h in r.json()["hits"]} & owners
     if op == "list": return {m["text"].split()[0] for m in r.json()["memories"]} & owners
@@ -85,13 +89,48 @@ def test_the_identity_matrix_over_http(pool):
             if scope != "all" and changed - {scope}: wrong.append((op, naming, scope, "changed another user", changed))
             if r.status_code < 300 and _acted_for(op, r, changed) != {_acting(op, naming)}:   # the user the key was checked against
                 wrong.append((op, naming, scope, "acted for", _acted_for(op, r, changed), "not", _acting(op, naming)))
-            if op == "clear" and r.status_code == 200:   # put the user's memory back for the next cell
-                u = NAMINGS[naming][0]; pool.store(u).add(f"{u} drinks coffee", "fact")
-    assert seen == len(OPS) * len(NAMINGS) * len(SECRET) == 120
+            if op == "clear" and r.status_code == 200:   # put the user's memories back for the next cell
+                u = NAMINGS[naming][0]; pool.store(u).add(f"{u} drinks coffee", "fact"); pool.store(u).add(RUN_NOTE.format(u), "fact", run_id="r-matrix")
+            if op == "delete_all" and r.status_code == 200:
+                u = _acting(op, naming)
+                if r.json() != {"user_id": u, "deleted": 1, "ids": r.json()["ids"]} or len(pool.store(u).list(run_id="r-matrix")):
+                    wrong.append((op, naming, scope, "erased", r.json()))
+                pool.store(u).add(RUN_NOTE.format(u), "fact", run_id="r-matrix")
+    assert seen == len(OPS) * len(NAMINGS) * len(SECRET) == 150
     assert not wrong, "\n".join(map(str, wrong))
 
 def _rpc(tool: str, arguments: dict, id: int = 1) -> dict:
     return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+
+def _expected_mcp(naming: str, scope: str) -> tuple:
+    "(HTTP status, isError) of an MCP delete_all call named as `naming` with key `scope`: the user is the tool call's user_id argument only."
+    q, b = NAMINGS[naming]
+    if q is not None: return 422, None                       # the MCP door reads the tool call only: a user in the URL is refused
+    if b is not None and (b == "" or b != b.strip() or "\u200b" in b): return 422, None
+    if scope != "all" and (b if b is not None else "default") != scope: return 403, None
+    return 200, b is None                                    # an erase through a door for many users names its user: else a tool error
+
+def test_the_delete_all_matrix_over_mcp(pool):
+    "The real MCP app (streamable HTTP, stateless, JSON answers) behind the guard: delete_all × how the user is named × key scope."
+    from earmem.serve.mcp import build_mcp_server
+    app = protect(build_mcp_server(pool).streamable_http_app(host="127.0.0.1", stateless_http=True, json_response=True), pool, keys=KEYS, environ={})
+    wrong, cells = [], list(itertools.product(NAMINGS, SECRET))
+    with TestClient(app, base_url="http://127.0.0.1:8765") as c:   # the SDK's own Host check wants the port
+        for naming, scope in cells:
+            q, b = NAMINGS[naming]
+            before = {u: len(pool.store(u)) for u in ("ana", "bo", "default")}
+            r = c.post("/mcp", params={} if q is None else {"user_id": q}, json=_rpc("delete_all", {"run_id": "r-matrix", **({} if b is None else {"user_id": b})}),
+                       headers={"authorization": f"Bearer {SECRET[scope]}", "accept": "application/json, text/event-stream"})
+            status, is_error = _expected_mcp(naming, scope)
+            got = (r.status_code, r.json()["result"]["isError"] if r.status_code == 200 else None)
+            if got != (status, is_error): wrong.append((naming, scope, got, (status, is_error), r.text[:160]))
+            changed = {u for u in before if len(pool.store(u)) != before[u]}
+            if changed != ({b} if got == (200, False) else set()): wrong.append((naming, scope, "changed", changed))
+            if got == (200, False):
+                answer = json.loads(r.json()["result"]["content"][0]["text"])
+                if (answer["user_id"], answer["deleted"]) != (b, 1): wrong.append((naming, scope, "answer", answer))
+                pool.store(b).add(RUN_NOTE.format(b), "fact", run_id="r-matrix")
+    assert len(cells) == 30 and not wrong, "\n".join(map(str, wrong))
 
 @pytest.mark.parametrize("scope", list(SECRET))
 def test_the_guard_reads_the_user_the_mcp_tool_call_uses(pool, scope):

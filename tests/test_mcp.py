@@ -121,7 +121,7 @@ def test_structured_errors_never_crash(server):
 WRONG = [("string", "x"), ("integer", 12345), ("array", ["x"]), ("object", {"x": 1}), ("boolean", True)]  # a value of each JSON type
 SAMPLES = {"query": QUESTION, "text": DECISION, "id": "m1", "reason": "checked by hand",   # a valid value of each required argument
            "messages": [{"role": "user", "name": "Dana", "content": "I prefer aisle seats on flights."}]}
-ALSO = {"update": {"importance": 0.9}}   # a tool that needs more than its required arguments to do something
+ALSO = {"update": {"importance": 0.9}, "delete_all": {"agent_id": "a1"}}   # a tool that needs more than its required arguments to do something (delete_all: a scope)
 
 
 def valid_arguments(tool) -> dict:

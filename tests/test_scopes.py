@@ -1,9 +1,10 @@
 """agent_id / run_id first-class (issue 40, chapter 23dy): a generated matrix of operations × scopes × filters on both
 backends (the contract suite's `loc` fixture: a store folder, and a fresh namespace of a PostgreSQL server), a
-property-based check that a delete-by removes exactly its scope, and the doors (HTTP, the tool layer) agreeing with
-Python on the same store."""
+property-based check that a delete-by removes exactly its scope, and the doors (HTTP, MCP, the tool layer) agreeing
+with Python: the same lists and hits on one store, and a delete-by at each door erasing what Python's delete_all erases."""
 import itertools, json, uuid
 
+import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st_
 
@@ -118,3 +119,50 @@ def test_delete_all_refuses_what_narrows_nothing(loc, kw):
     with pytest.raises(ValueError, match="give at least one"): st.delete_all(**kw)
     assert len(st) == len(rows)
     st.close()
+
+
+def _fresh(loc, tag: str):
+    "A new empty store beside `loc`'s: another folder, or another namespace of the same PostgreSQL server."
+    here = loc.other(f"{loc.namespace}-{tag}") if loc.kind == "postgres" else Location("sqlite", f"{loc.where}-{tag}")
+    return here.open()
+
+
+def _delete_by(door: str, st, args: dict) -> tuple:
+    "Run delete_all with the door's `args` (agent_id, run_id, filters: a metadata filter, reason) through `door` on `st`: (erased ids or None, the error or None)."
+    if door == "tools":
+        out = st.tools.call("delete_all", args)
+    elif door == "http":
+        from fastapi.testclient import TestClient
+        from earmem.serve.http import create_app
+        r = TestClient(create_app(st)).post("/memories/delete-all", json=args)
+        out = r.json()
+        assert (r.status_code == 422) == ("error" in out), (r.status_code, out)   # a refusal is a 422, never a 400 or a 500
+    else:
+        from mcp.client import Client
+        from earmem.serve.mcp import build_mcp_server
+        async def call():
+            async with Client(build_mcp_server(st)) as c: return await c.call_tool("delete_all", args)
+        res = anyio.run(call)
+        out = json.loads(res.content[0].text)
+        assert res.is_error == ("error" in out), (res.is_error, out)           # a refusal is an error result a host sees
+    return (None, out["error"]) if "error" in out else (out["ids"], None)
+
+
+@pytest.mark.parametrize("scope, flt", list(itertools.product(SCOPES, FILTERS)))
+def test_delete_by_at_every_door_erases_what_python_erases(loc, scope, flt):
+    "HTTP's POST /memories/delete-all, MCP's delete_all tool and the tool layer each erase, on a store filled alike, exactly the ids Python's delete_all erases (and refuse alike where it refuses)."
+    pytest.importorskip("fastapi"); pytest.importorskip("mcp")
+    kw, F = SCOPES[scope], FILTERS[flt]
+    py = loc.open(); rows = fill(py)
+    try: want, refusal = py.delete_all(**kw, **({"filters": F} if F else {}), reason="door test")["ids"], None
+    except ScopeError as e: want, refusal = None, str(e)
+    assert (want is None) == (not kw and not F) and (want is None or want == expected(rows, kw, F))
+    left = [r.id for r in py.list(include_retracted=True)]
+    py.close()
+    for door in ("tools", "http", "mcp"):
+        st = _fresh(loc, door); assert [i for i, *_ in fill(st)] == [i for i, *_ in rows]   # the same ids, written alike
+        got, error = _delete_by(door, st, {**kw, **({"filters": F["metadata"]} if F else {}), "reason": "door test"})
+        assert (got, error) == (want, refusal), (door, got, error)
+        assert [r.id for r in st.list(include_retracted=True)] == left, door
+        if want: assert st.history(want[0])[-1]["detail"]["reason"] == "door test"
+        st.close()

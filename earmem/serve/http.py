@@ -152,6 +152,12 @@ def _retrieval_routes(app: FastAPI, t: MemoryTools | UserTools):
     @app.get("/users", tags=["store"], summary="The users (namespaces) this server serves")
     def users(request: Request) -> dict: return _run(lambda: t.run("users", _query_args(request.query_params, "users")))
 
+# %% ../../nbs/serve/29_http.ipynb #4a8e5849
+def _scope_routes(app: FastAPI, t: MemoryTools | UserTools):
+    @app.post("/memories/delete-all", tags=["memories"], summary="Erase every memory of an agent, a run or a metadata filter (at least one; audited)",
+              openapi_extra=_body("delete_all"))
+    def delete_all(request: Request, body: dict = Body(...)) -> dict: return _run(lambda: t.run("delete_all", _body_args(request.query_params, body, "delete_all")))
+
 # %% ../../nbs/serve/29_http.ipynb #0a505cb5
 def _type(p: dict) -> str:
     "A schema property's type as text: its type (or several), the types of its anyOf, or 'any'."
@@ -197,7 +203,7 @@ _DESCRIPTION = ("Long-term memory for agents: store typed memories, search them 
                 "answer used through /feedback so retrieval adapts (EAR).")
 
 def create_app(store: MemoryStore | StorePool | MemoryTools | UserTools) -> FastAPI:
-    "A FastAPI app serving `store` (one store, or a StorePool of users chosen per call by user_id): memories, search, feedback, inject, stats, users; docs at /docs, schema at /openapi.json."
+    "A FastAPI app serving `store` (one store, or a StorePool of users chosen per call by user_id): memories (and delete-by scope), search, feedback, inject, stats, users; docs at /docs, schema at /openapi.json."
     from earmem import __version__
     t = tools_for(store)
     app = FastAPI(title="earmem memory API", version=__version__, description=_DESCRIPTION, docs_url=None, redoc_url=None,
@@ -206,6 +212,7 @@ def create_app(store: MemoryStore | StorePool | MemoryTools | UserTools) -> Fast
     app.state.memory_tools = t
     _error_handlers(app)
     _memory_routes(app, t)
+    _scope_routes(app, t)
     _retrieval_routes(app, t)
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse: return HTMLResponse(docs_html(app.openapi()))

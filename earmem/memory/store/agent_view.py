@@ -229,14 +229,14 @@ TOOL_ARGUMENTS = {  # operation -> (JSON Schema properties of its arguments, the
                      ["messages"]),
     "stats": ({}, []),
     "users": ({}, [])}
-TOOL_NAMES = tuple(TOOL_ARGUMENTS)
+TOOL_NAMES = TOOL_ARGUMENTS.keys()  # every operation, a live view: a later chapter registers its own (23dy: delete_all)
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #a90605c0
 SCOPES = {  # who a call is for: user_id picks the namespace; agent_id and run_id are tags kept in (and filtered by) metadata
     "user_id": {"type": "string", "description": "The user (namespace) whose memories the call reads or writes; omitted = the door's default user."},
-    "agent_id": {"type": "string", "description": "The agent: kept in the memory's metadata by add, a filter for search and list."},
-    "run_id": {"type": "string", "description": "The run or session: kept in the memory's metadata by add, a filter for search and list."}}
-TAGGED = ("add", "search", "list")  # the operations that take agent_id and run_id
+    "agent_id": {"type": "string", "description": "The agent: kept in the memory's metadata by add, a filter for search, list and delete_all."},
+    "run_id": {"type": "string", "description": "The run or session: kept in the memory's metadata by add, a filter for search, list and delete_all."}}
+TAGGED = {"add", "search", "list"}  # the operations that take agent_id and run_id (a later chapter adds its own: 23dy's delete_all)
 
 def scopes_of(name: str) -> dict:
     "The scope arguments of operation `name`: user_id for all but `users`, agent_id and run_id where they tag or narrow."
@@ -494,7 +494,7 @@ def add_messages(self: MemoryTools, messages: list, session: str | None = None, 
 
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #c5d66e68
-DESTRUCTIVE = frozenset({"delete", "clear"})  # operations that erase: through a door for many users, only with an explicit user_id
+DESTRUCTIVE = {"delete", "clear"}  # operations that erase: through a door for many users, only with an explicit user_id (23dy adds delete_all)
 READS = frozenset({"search", "get", "history", "inject", "list", "stats"})  # operations that read: they never create a user
 
 def check_user_id(value, required: bool = False) -> str | None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from fastcore.basics import patch
 from ...core import check_int, check_positive_int
 from ..index.mirror import FILTER_FIELDS, SearchFilter
-from .agent_view import _listed
+from ..rules.hygiene import ScopeError
+from .agent_view import DESTRUCTIVE, TAGGED, TOOL_ARGUMENTS, TOOL_DESCRIPTIONS, MemoryTools, _listed
 from .operations import MemoryStore
 
 # %% auto #0
@@ -46,7 +47,7 @@ def delete_all(self: MemoryStore, agent_id: str | None = None, run_id: str | Non
     "Erase every memory of `agent_id` / `run_id` that passes `filters` and the loose narrowing (at least one of them; `clear()` erases all), each as `delete` erases one, in one transaction. Returns {user_id, agent_id, run_id, deleted, ids}."
     flt = scope_filter(agent_id, run_id, filters, **narrowing)
     if not any(v != {} for v in flt.to_dict().values()):   # no field narrows (an empty metadata filter passes every memory)
-        raise ValueError("agent_id, run_id, filters: give at least one; delete_all never erases a whole store (clear() does)")
+        raise ScopeError("agent_id, run_id, filters: give at least one; delete_all never erases a whole store (clear() does)")
     if reason is not None and not isinstance(reason, str): raise TypeError(f"reason: expected a string, got {type(reason).__name__}")
     self._check_open()
     with self._write() as rev:
@@ -60,3 +61,16 @@ def delete_all(self: MemoryStore, agent_id: str | None = None, run_id: str | Non
         if ids: self._forget_experience(ids)  # declared hook: their reranking scores go in the same commit (23dr)
     if ids: self._after_erase(seen)
     return {"user_id": self.namespace, "agent_id": agent_id, "run_id": run_id, "deleted": len(ids), "ids": ids}
+
+# %% ../../../nbs/memory/store/23dy_scopes.ipynb #8290135c
+TOOL_ARGUMENTS["delete_all"] = ({"filters": SearchFilter.json_schema()["metadata"],
+                                 "reason": {"type": "string", "description": "Why they go (kept in the audit)."}}, [])
+TOOL_DESCRIPTIONS["delete_all"] = ("Erase every memory of an agent (agent_id), a run (run_id) or a metadata filter (filters): at least one, "
+                                   "together they narrow. Each goes as delete erases one (a 'delete' entry remains); returns the ids erased.")
+TAGGED.add("delete_all"); DESTRUCTIVE.add("delete_all")   # it takes agent_id and run_id; through a door for many users, only with a user_id
+
+@patch
+def delete_all(self: MemoryTools, agent_id: str | None = None, run_id: str | None = None, filters: dict | None = None, reason: str | None = None) -> dict:
+    "Erase the memories of `agent_id` / `run_id` whose metadata passes `filters` (chapter 18c's operators; at least one of the three) through the store's `delete_all`: {user_id, deleted, ids}."
+    out = self.store.delete_all(agent_id=agent_id, run_id=run_id, metadata=filters, reason=reason)
+    return {k: out[k] for k in ("user_id", "deleted", "ids")}

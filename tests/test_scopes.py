@@ -166,3 +166,68 @@ def test_delete_by_at_every_door_erases_what_python_erases(loc, scope, flt):
         assert [r.id for r in st.list(include_retracted=True)] == left, door
         if want: assert st.history(want[0])[-1]["detail"]["reason"] == "door test"
         st.close()
+
+
+CHAT = [{"role": "user", "name": "Dana", "content": "The team standup is at 4pm. I prefer aisle seats."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "name": "Dana", "content": "Actually, it's 3pm not 4pm."}]
+OTHER = [{"role": "user", "name": "Lee", "content": "Lee owns the billing service. Lee moved to Lisbon last spring."}]
+
+
+def _written(out: dict) -> set:
+    "The ids an add_messages answer (JSON) wrote: its turns' and its claims'."
+    return {r["id"] for r in out["episodes"] + out["memories"]}
+
+
+def _add_messages(door: str, st, args: dict) -> dict:
+    "add_messages with `args` through `door` on `st`: its JSON answer."
+    if door == "python":
+        return st.add_messages(**args).to_json()
+    if door == "tools":
+        return st.tools.run("add_messages", args)
+    if door == "http":
+        from fastapi.testclient import TestClient
+        from earmem.serve.http import create_app
+        r = TestClient(create_app(st)).post("/memories/messages", json=args)
+        assert r.status_code == 201, r.text
+        return r.json()
+    from mcp.client import Client
+    from earmem.serve.mcp import build_mcp_server
+    async def call():
+        async with Client(build_mcp_server(st)) as c: return await c.call_tool("add_messages", args)
+    res = anyio.run(call)
+    assert not res.is_error, res.content[0].text
+    return json.loads(res.content[0].text)
+
+
+@pytest.mark.parametrize("door", ["python", "tools", "http", "mcp"])
+def test_add_messages_keeps_the_scope_on_every_turn_and_claim(loc, door):
+    "A chat written with agent_id and run_id (through Python or a door): list by either returns exactly its turns and claims, on both backends; a delete-by of its run erases exactly them."
+    if door != "python": pytest.importorskip("fastapi"); pytest.importorskip("mcp")
+    st = _fresh(loc, f"chat-{door}")
+    planner = _add_messages(door, st, {"messages": CHAT, "session": "s1", "agent_id": "planner", "run_id": "r1"})
+    coder = _add_messages(door, st, {"messages": OTHER, "agent_id": "coder", "run_id": "r2"})
+    loose = st.add("Release day is Thursday", kind="fact").id                        # no scope: in neither list
+    mine, theirs = _written(planner), _written(coder)
+    assert len(planner["memories"]) >= 3 and len(planner["episodes"]) == 3 and not mine & theirs
+    assert {r.id for r in st.list(agent_id="planner", include_retracted=True)} == mine
+    assert {r.id for r in st.list(run_id="r1", include_retracted=True)} == mine      # the superseded 4pm claim too: it was this chat's
+    assert {r.id for r in st.list(agent_id="coder", run_id="r2")} == theirs
+    assert st.list(agent_id="planner", run_id="r2") == []
+    assert all(st.get(i).metadata["session"] == "s1" for i in mine)                   # the session is kept beside the scopes
+    assert {h.id for h in st.search("when is the standup?", k=20, run_id="r1")} <= mine
+    assert sorted(st.delete_all(run_id="r1")["ids"]) == sorted(mine)
+    assert {r.id for r in st.list(include_retracted=True)} == theirs | {loose}
+    st.close()
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda s: s.add_messages(CHAT, agent_id=""), "agent_id: is empty"),
+    (lambda s: s.add_messages(CHAT, run_id=3), "run_id: expected a non-empty string, got int"),
+    (lambda s: s.add_messages(CHAT, agent_id="a\x00b"), "agent_id: 'a\\x00b' holds control or invisible characters")])
+def test_add_messages_refuses_a_bad_scope_before_writing(loc, call, says):
+    st = loc.open()
+    with pytest.raises(ScopeError) as e: call(st)
+    assert str(e.value).startswith(says), str(e.value)
+    assert len(st) == 0
+    st.close()

@@ -497,7 +497,7 @@ def _add_migrate(sub):
 # %% ../../nbs/cli/32_memory.ipynb #05809899
 def _cmd_add_messages(a):
     msgs = _message_lines(a.path)
-    with _store_from_args(a, create=True) as s: r = s.add_messages(msgs, session=a.session, timestamp=a.timestamp, extract=not a.no_extract)
+    with _store_from_args(a, create=True) as s: r = s.add_messages(msgs, session=a.session, timestamp=a.timestamp, extract=not a.no_extract, agent_id=a.agent_id, run_id=a.run_id)
     j = r.to_json()
     lines = [r.summary()] + [f"{m['action']} {m['id']} {m['kind']}: {m['text']}" + (f" (supersedes {m['supersedes']}: {m['reason']})" if m["supersedes"] else "")
                              for m in j["memories"]]
@@ -510,6 +510,7 @@ def _add_add_messages(sub):
     sp.add_argument("--session", default=None, help="the conversation / session id recorded with every memory")
     sp.add_argument("--timestamp", default=None, help="when the messages were written, for those without one (ISO; default now)")
     sp.add_argument("--no-extract", action="store_true", help="store the turns only, extract nothing")
+    sp.add_argument("--agent-id", help="the agent: kept on every turn and claim"); sp.add_argument("--run-id", help="the run: kept on every turn and claim")
 
 # %% ../../nbs/cli/32_memory.ipynb #676e7615
 def _cmd_consolidate_all(a):

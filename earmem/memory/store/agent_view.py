@@ -234,9 +234,9 @@ TOOL_NAMES = TOOL_ARGUMENTS.keys()  # every operation, a live view: a later chap
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #a90605c0
 SCOPES = {  # who a call is for: user_id picks the namespace; agent_id and run_id are tags kept in (and filtered by) metadata
     "user_id": {"type": "string", "description": "The user (namespace) whose memories the call reads or writes; omitted = the door's default user."},
-    "agent_id": {"type": "string", "description": "The agent: kept in the memory's metadata by add, a filter for search, list and delete_all."},
-    "run_id": {"type": "string", "description": "The run or session: kept in the memory's metadata by add, a filter for search, list and delete_all."}}
-TAGGED = {"add", "search", "list"}  # the operations that take agent_id and run_id (a later chapter adds its own: 23dy's delete_all)
+    "agent_id": {"type": "string", "description": "The agent: kept in the memory's metadata by add and add_messages, a filter for search, list and delete_all."},
+    "run_id": {"type": "string", "description": "The run or session: kept in the memory's metadata by add and add_messages, a filter for search, list and delete_all."}}
+TAGGED = {"add", "add_messages", "search", "list"}  # the operations that take agent_id and run_id (a later chapter adds its own: 23dy's delete_all)
 
 def scopes_of(name: str) -> dict:
     "The scope arguments of operation `name`: user_id for all but `users`, agent_id and run_id where they tag or narrow."
@@ -485,12 +485,12 @@ def users(self: MemoryTools) -> dict:
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #22b22f56
 @patch
-def add_messages(self: MemoryTools, messages: list, session: str | None = None, timestamp=None, extract: bool = True) -> dict:
-    "Store chat `messages` through the store's `add_messages` (turns as episodes, extracted claims as memories); its JSON result."
+def add_messages(self: MemoryTools, messages: list, session: str | None = None, timestamp=None, extract: bool = True, agent_id: str | None = None, run_id: str | None = None) -> dict:
+    "Store chat `messages` through the store's `add_messages` (turns as episodes, extracted claims as memories; `agent_id`, `run_id` kept on each); its JSON result."
     if not callable(getattr(self.store, "add_messages", None)):
         raise TypeError("add_messages: this store has no chat ingestion; import earmem.memory (or earmem.memory.store.chat) first")
-    cap = {k: v for k, v in (("max_claims", self.max_claims), ("max_chars", self.max_chars)) if v is not None}
-    return self.store.add_messages(messages, session=session, timestamp=timestamp, extract=extract, **cap).to_json()
+    extra = {k: v for k, v in (("max_claims", self.max_claims), ("max_chars", self.max_chars), ("agent_id", agent_id), ("run_id", run_id)) if v is not None}
+    return self.store.add_messages(messages, session=session, timestamp=timestamp, extract=extract, **extra).to_json()
 
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #c5d66e68

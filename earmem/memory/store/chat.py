@@ -16,7 +16,7 @@ from ...ear.llm import ChatClient, _json_objects, _safe_json
 from ..rules.hygiene import KINDS, is_chatter, iso, to_epoch
 from ..rules.updates import _fresh, _slots, slots
 from ..rules.claims import judge_claims
-from ..rules.hygiene import normalise_item
+from ..rules.hygiene import check_scope, normalise_item
 from .agent_view import AddResult
 from ..rules.updates import infer_kind
 from .operations import MemoryStore, _add_result, _with_meta
@@ -452,10 +452,10 @@ def _land_corrections(self: MemoryStore, plan: list, fresh: list, targets: list,
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #36b4c003
 @patch
-def _ingest(self: MemoryStore, eps: list, cands: list, targets: list, session: str | None, at: dict, name: str) -> tuple:
-    "Write the episodes and the claims with one encode call, one plan (chapter 23's `_plan_batch`: each against the index and the batch) and one transaction; (episode results, claim results)."
+def _ingest(self: MemoryStore, eps: list, cands: list, targets: list, session: str | None, at: dict, name: str, scopes: dict | None = None) -> tuple:
+    "Write the episodes and the claims with one encode call, one plan (chapter 23's `_plan_batch`: each against the index and the batch) and one transaction, each tagged with `scopes` (agent_id, run_id); (episode results, claim results)."
     now, n = self.clock(), len(eps)
-    prepared = [normalise_item(it, f"items[{i}].", now, {}) for i, it in enumerate(eps + _claim_items(cands, session, at, name))]
+    prepared = [normalise_item({**it, **(scopes or {})}, f"items[{i}].", now, {}) for i, it in enumerate(eps + _claim_items(cands, session, at, name))]
     if not prepared: return [], []
     V = self._batch_vectors(prepared, None)
     with self._write() as rev:
@@ -479,10 +479,12 @@ def add_messages(self: MemoryStore,
                  timestamp=None,  # when the messages were written, for those without their own; None = now
                  extract=True,  # True: the offline rules; an Extractor (e.g. LLMExtractor(client)); False: turns only
                  max_claims: int | None = None,  # refuse a call whose turns state more claims (nothing written); None: no cap
-                 max_chars: int | None = None) -> ChatResult:  # … or whose turns and claims, the texts it encodes, hold more characters
+                 max_chars: int | None = None,  # … or whose turns and claims, the texts it encodes, hold more characters
+                 agent_id: str | None = None, run_id: str | None = None) -> ChatResult:  # which agent, in which run: kept on every turn and claim, as `add` keeps them (23dy)
     "Store a conversation: each turn as an episode and the facts, decisions, preferences and corrections it states (updates superseding), in one batch."
     self._check_open()
     if session is not None and (not isinstance(session, str) or not session.strip()): raise ValueError(f"session: expected a non-empty string, got {session!r}")
+    scopes = {k: v for k, v in (("agent_id", check_scope(agent_id, "agent_id")), ("run_id", check_scope(run_id, "run_id"))) if v is not None}
     ex, msgs, result = _extractor(extract), check_messages(messages, timestamp, self.clock()), ChatResult()
     items = _episodes(msgs, session, result.skipped)
     who = {m["turn"]: m["speaker"] or m["role"] for m in msgs}  # whose claim: 'I meant X' corrects its own speaker's
@@ -494,6 +496,6 @@ def add_messages(self: MemoryStore,
         raise ValueError(f"messages: these turns and their claims hold {chars:,} characters to encode; the limit is {max_chars:,} a call (nothing was written); send fewer turns a call")
     cands, targets = self._resolve_corrections(cands)   # in memory, before the write (a search for a stored claim at most)
     at = {it["metadata"]["turn"]: it["timestamp"] for it in items}
-    result.episodes, claims = self._ingest(items, cands, targets, session, at, getattr(ex, "name", type(ex).__name__))
+    result.episodes, claims = self._ingest(items, cands, targets, session, at, getattr(ex, "name", type(ex).__name__), scopes)
     result.memories = [(r, c["text"], c["kind"]) for r, c in zip(claims, cands)]
     return result

@@ -231,3 +231,25 @@ def test_add_messages_refuses_a_bad_scope_before_writing(loc, call, says):
     assert str(e.value).startswith(says), str(e.value)
     assert len(st) == 0
     st.close()
+
+
+def test_postgres_reads_a_scope_through_its_index(pg_url):
+    "Chapter 20c's scope indexes: made with a schema, rebuilt by a writer's open where an older schema lacks them, and matched by the condition chapter 20d's `_where` writes for a scope (so the planner can read the scope's rows through them)."
+    from earmem.memory.index.mirror import SearchFilter
+    here = Location("postgres", pg_url, f"ix-{uuid.uuid4().hex[:10]}")
+    st = here.open(); rows = fill(st); b = st._backend
+    indexes = lambda b: sorted(r[0] for r in b._q("SELECT indexname FROM pg_indexes WHERE schemaname=%s AND indexname IN ('memories_agent_id', 'memories_run_id')", (b.schema,)))
+    assert indexes(b) == ["memories_agent_id", "memories_run_id"]
+    for scope, index in (({"agent_id": "planner"}, "memories_agent_id"), ({"run_id": "r1"}, "memories_run_id")):
+        where, params = b._where(SearchFilter.from_args(scope)[0])
+        with b.db.transaction():
+            b._q("SET LOCAL enable_seqscan = off")
+            plan = " ".join(r[0] for r in b._q(f"EXPLAIN SELECT seq FROM {{s}}.memories WHERE {where}", params))
+        assert index in plan, plan
+        assert sorted(st.search("which item was worked on", k=20, **scope).ids) == sorted(expected(rows, scope, None))
+    b._q("DROP INDEX {s}.memories_agent_id"); b._q("DROP INDEX {s}.memories_run_id")   # a schema made before issue 40
+    st.close()
+    readonly = here.open(readonly=True); assert readonly.list(agent_id="planner") and indexes(readonly._backend) == []; readonly.close()   # a reader builds nothing
+    st = here.open(); assert indexes(st._backend) == ["memories_agent_id", "memories_run_id"]                                              # a writer's open does
+    assert [r.id for r in st.list(agent_id="planner")] == expected(rows, {"agent_id": "planner"}, None)
+    st.close()

@@ -11,15 +11,15 @@ from urllib.parse import unquote_plus
 import numpy as np
 from fastcore.basics import patch
 from ...core import check_positive_int
-from ..rules.hygiene import KINDS, STORES
+from ..rules.hygiene import KINDS, SCOPE_KEYS, STORES
 from ..index.graph import round_f16
 from ..index.mirror import LEXICAL_BUDGET, COLUMNS, MemoryRow, _Index
 from .boundary import (RECORD_COLUMNS, AUDIT_COLUMNS, AuditEntry, RecordRow, ReplayRow,
                                    _authority_end, check_finite_learner, check_namespace, learner_seq, redact_url)
 
 # %% auto #0
-__all__ = ['PG_FORMAT', 'PG_VERSION', 'PG_SCHEMA', 'HNSW_INDEX', 'SLOTS', 'UPGRADES', 'RECONNECT_TRIES', 'RECONNECT_WAIT',
-           'RESILIENT', 'check_identifier', 'connect_postgres', 'PostgresBackend']
+__all__ = ['PG_FORMAT', 'PG_VERSION', 'PG_SCHEMA', 'HNSW_INDEX', 'SLOTS', 'UPGRADES', 'SCOPE_INDEXES', 'RECONNECT_TRIES',
+           'RECONNECT_WAIT', 'RESILIENT', 'check_identifier', 'connect_postgres', 'PostgresBackend']
 
 # %% ../../../nbs/memory/backends/20c_postgres.ipynb #90f923a8
 PG_FORMAT, PG_VERSION = "earmem.memory.backends.postgres-store", 2  # 2: a namespace may serve its second vector column (chapter 20e)
@@ -159,13 +159,18 @@ UPGRADES = [  # (table, column it lacks, statements): what a schema made by an e
     ("feedback_requests", "request_id", ["CREATE TABLE IF NOT EXISTS {s}.feedback_requests (namespace TEXT NOT NULL, request_id TEXT NOT NULL, "
                                          "seq BIGINT NOT NULL, answer TEXT, PRIMARY KEY (namespace, request_id))"])]
 
+SCOPE_INDEXES = {f"memories_{k}": f"CREATE INDEX IF NOT EXISTS memories_{k} ON {{s}}.memories (namespace, ((metadata::jsonb -> '{k}')))"
+                 for k in SCOPE_KEYS}   # a scope's rows through an index, not every row's metadata parsed (issue 40; chapter 20d's `_where`)
+
 @patch
 def _upgrade(self: PostgresBackend):
-    "Bring an older schema up to date: the feedback log's replay columns, the stored full-text column (its expression index goes)."
+    "Bring an older schema up to date: the feedback log's replay columns, the stored full-text column (its expression index goes), the scope indexes (then their statistics)."
     have = "SELECT 1 FROM information_schema.columns WHERE table_schema=%s AND table_name=%s AND column_name=%s"
     for table, column, statements in UPGRADES:
         if self._q(have, (self.schema, table, column)).fetchone() is None:
             for sql in statements: self._q(sql)
+    built = [self._q(sql) for name, sql in SCOPE_INDEXES.items() if self._q("SELECT to_regclass(%s)", (f"{self.schema}.{name}",)).fetchone()[0] is None]
+    if built: self._q("ANALYZE {s}.memories")
 
 # %% ../../../nbs/memory/backends/20c_postgres.ipynb #11e8476f
 @patch

@@ -8,7 +8,7 @@ import json, re
 import numpy as np
 from fastcore.basics import patch
 from ...core import check_positive_int
-from ..rules.hygiene import STORES
+from ..rules.hygiene import SCOPE_KEYS, STORES
 from ..index.graph import round_f16
 from ..rules.metadata_filter import metadata_sql
 from ..index.mirror import fused_top, lexical_words, within_budget, COLUMNS, MemoryRow, SearchFilter, _Index
@@ -56,6 +56,14 @@ def dump_feedback(self: PostgresBackend) -> list:
             for s, at, q, sl, lab, ln, c, v in rows]
 
 # %% ../../../nbs/memory/backends/20d_postgres_search.ipynb #67135345
+def _scope_pairs(want: dict) -> list:
+    "(key, value) of each scope key (agent_id, run_id) the checked metadata filter `want` pins by equality, at its top level or inside an `$and`: conditions it implies."
+    out = []
+    for k, v in want.items():
+        if k == "$and": out += [p for f in v for p in _scope_pairs(f)]
+        elif k in SCOPE_KEYS and (not isinstance(v, dict) or list(v) == ["$eq"]): out.append((k, v["$eq"] if isinstance(v, dict) else v))
+    return out
+
 @patch
 def _where(self: PostgresBackend, flt: SearchFilter | None = None) -> tuple:
     "(SQL condition, parameters) for the namespace's active rows that pass the filter `flt` (None: every active row)."
@@ -74,6 +82,8 @@ def _where(self: PostgresBackend, flt: SearchFilter | None = None) -> tuple:
     if flt.store is not None: sql.append("store = %s"); params.append(flt.store)
     if flt.metadata:  # chapter 18c's SQL: the condition `metadata_matches` checks, every key and value a parameter
         cond, more = metadata_sql(flt.metadata, "metadata::jsonb"); sql.append(cond); params += more
+        for k, v in _scope_pairs(flt.metadata):   # implied by `cond`, in the expression of chapter 20c's scope indexes (the key a literal of SCOPE_KEYS)
+            sql.append(f"(metadata::jsonb -> '{k}') = %s::jsonb"); params.append(json.dumps(v))
     return " AND ".join(sql), params
 
 # %% ../../../nbs/memory/backends/20d_postgres_search.ipynb #420069fb

@@ -128,7 +128,7 @@ def _fresh(loc, tag: str):
 
 
 def _delete_by(door: str, st, args: dict) -> tuple:
-    "Run delete_all with the door's `args` (agent_id, run_id, filters: a metadata filter, reason) through `door` on `st`: (erased ids or None, the error or None)."
+    "Run delete_all with the door's `args` (agent_id, run_id, metadata: a metadata filter, reason) through `door` on `st`: (erased ids or None, the error or None)."
     if door == "tools":
         out = st.tools.call("delete_all", args)
     elif door == "http":
@@ -161,7 +161,7 @@ def test_delete_by_at_every_door_erases_what_python_erases(loc, scope, flt):
     py.close()
     for door in ("tools", "http", "mcp"):
         st = _fresh(loc, door); assert [i for i, *_ in fill(st)] == [i for i, *_ in rows]   # the same ids, written alike
-        got, error = _delete_by(door, st, {**kw, **({"filters": F["metadata"]} if F else {}), "reason": "door test"})
+        got, error = _delete_by(door, st, {**kw, **(F or {}), "reason": "door test"})   # the door takes list's filter fields, as Python does
         assert (got, error) == (want, refusal), (door, got, error)
         assert [r.id for r in st.list(include_retracted=True)] == left, door
         if want: assert st.history(want[0])[-1]["detail"]["reason"] == "door test"

@@ -8,7 +8,7 @@ from fastcore.basics import patch
 from ...core import check_int, check_positive_int
 from ..index.mirror import FILTER_FIELDS, SearchFilter
 from ..rules.hygiene import ScopeError
-from .agent_view import DESTRUCTIVE, TAGGED, TOOL_ARGUMENTS, TOOL_DESCRIPTIONS, MemoryTools, _listed
+from .agent_view import DESTRUCTIVE, TAGGED, TOOL_ARGUMENTS, TOOL_DESCRIPTIONS, MemoryTools, _listed, unknown_argument
 from .operations import MemoryStore
 
 # %% auto #0
@@ -63,14 +63,17 @@ def delete_all(self: MemoryStore, agent_id: str | None = None, run_id: str | Non
     return {"user_id": self.namespace, "agent_id": agent_id, "run_id": run_id, "deleted": len(ids), "ids": ids}
 
 # %% ../../../nbs/memory/store/23dy_scopes.ipynb #8290135c
-TOOL_ARGUMENTS["delete_all"] = ({"filters": SearchFilter.json_schema()["metadata"],
+TOOL_ARGUMENTS["delete_all"] = ({**{k: v for k, v in SearchFilter.json_schema().items() if k != "as_of"},
                                  "reason": {"type": "string", "description": "Why they go (kept in the audit)."}}, [])
-TOOL_DESCRIPTIONS["delete_all"] = ("Erase every memory of an agent (agent_id), a run (run_id) or a metadata filter (filters): at least one, "
-                                   "together they narrow. Each goes as delete erases one (a 'delete' entry remains); returns the ids erased.")
+TOOL_DESCRIPTIONS["delete_all"] = ("Erase every memory list would list with the same narrowing: an agent (agent_id), a run (run_id), a metadata "
+                                   "filter (metadata, with operators), kinds, entities, since/until: at least one, together they narrow. Each goes "
+                                   "as delete erases one (a 'delete' entry remains); returns the ids erased.")
 TAGGED.add("delete_all"); DESTRUCTIVE.add("delete_all")   # it takes agent_id and run_id; through a door for many users, only with a user_id
 
 @patch
-def delete_all(self: MemoryTools, agent_id: str | None = None, run_id: str | None = None, filters: dict | None = None, reason: str | None = None) -> dict:
-    "Erase the memories of `agent_id` / `run_id` whose metadata passes `filters` (chapter 18c's operators; at least one of the three) through the store's `delete_all`: {user_id, deleted, ids}."
-    out = self.store.delete_all(agent_id=agent_id, run_id=run_id, metadata=filters, reason=reason)
+def delete_all(self: MemoryTools, agent_id: str | None = None, run_id: str | None = None, reason: str | None = None, **filters) -> dict:
+    "Erase what `list` would list with the same narrowing (`agent_id`, `run_id`, search's filter fields but `as_of`; at least one) through the store's `delete_all`: {user_id, deleted, ids}."
+    flt, rest = SearchFilter.from_args(filters)
+    if rest or flt.as_of is not None: raise unknown_argument(next(iter(rest), "as_of"), TOOL_ARGUMENTS["delete_all"][0], "delete_all")
+    out = self.store.delete_all(agent_id=agent_id, run_id=run_id, filters=flt, reason=reason)
     return {k: out[k] for k in ("user_id", "deleted", "ids")}

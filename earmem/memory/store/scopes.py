@@ -47,7 +47,7 @@ def delete_all(self: MemoryStore, agent_id: str | None = None, run_id: str | Non
     "Erase every memory of `agent_id` / `run_id` that passes `filters` and the loose narrowing (at least one of them; `clear()` erases all), each as `delete` erases one, in one transaction. Returns {user_id, agent_id, run_id, deleted, ids}."
     flt = scope_filter(agent_id, run_id, filters, **narrowing)
     if not any(v != {} for v in flt.to_dict().values()):   # no field narrows (an empty metadata filter passes every memory)
-        raise ScopeError("agent_id, run_id, filters: give at least one; delete_all never erases a whole store (clear() does)")
+        raise ScopeError("agent_id, run_id or a filter (metadata, kinds, entities, since, until, store): give at least one; delete_all never erases a whole store (clear() does)")
     if reason is not None and not isinstance(reason, str): raise TypeError(f"reason: expected a string, got {type(reason).__name__}")
     self._check_open()
     with self._write() as rev:

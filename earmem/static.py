@@ -72,19 +72,20 @@ def _load(self: StaticEncoder) -> np.ndarray:
         keep = table.any(1)
         pieces = [t for t, i in tok.get_vocab().items() if i < len(keep) and keep[i]]
         self._chars = 512 * int(np.median([len(t) for t in pieces]))    # model2vec cuts the text before tokenising it
-        keep[tok.token_to_id("[UNK]")] = False
+        self._unk = tok.token_to_id("[UNK]")
+        keep[self._unk] = False
         self._table, self._tok, self._keep = table, tok, keep
     return self._table
 
 # %% ../nbs/core/00b_static.ipynb #39fd1086
 @patch
 def encode_documents(self: StaticEncoder, texts, progress=None) -> np.ndarray:
-    "Unit float32 rows, one per text (`progress` is accepted for the `Encoder` interface and ignored)."
+    "Unit float32 rows, one per text; a text without a known piece gets [UNK]'s row (`progress` is accepted for the `Encoder` interface and ignored)."
     texts, table = _check_texts(texts), self._load()
     out = np.zeros((len(texts), table.shape[1]), np.float32)
     for i, e in enumerate(self._tok.encode_batch([t[:self._chars] for t in texts], add_special_tokens=False)):
         ids = np.asarray(e.ids, np.int64)
         ids = ids[self._keep[ids]]
-        if len(ids): out[i] = table[ids].mean(0)
+        out[i] = table[ids].mean(0) if len(ids) else table[self._unk]     # the store refuses a zero vector
     return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 StaticEncoder.encode_queries = StaticEncoder.encode_documents

@@ -14,7 +14,7 @@ import ast, glob, json, os, re, statistics, sys
 WINGS = ["core", "ear", "earm", "experiments", "memory", "serve", "cli"]
 # The memory wing's sub-wings, in build order: a module may import its own sub-wing and those before it.
 MEMORY_SUBWINGS = ["rules", "index", "backends", "store", "service", "measure"]
-TOP_LEVEL = {"core": "core", "retrievers": "core", "toys": "core", "cli": "cli", "__init__": "cli"}
+TOP_LEVEL = {"core": "core", "retrievers": "core", "static": "core", "toys": "core", "cli": "cli", "__init__": "cli"}
 
 def wing_of(module: str) -> str:
     head = module.split(".")[0]

@@ -33,15 +33,21 @@ def _fail(e: BaseException) -> int:
     print(f"earmem: error: {_one_line(e)}", file=sys.stderr); return 2
 
 # %% ../../nbs/cli/32_memory.ipynb #c43a4367
+def _encoder_arg(name: str):
+    "The encoder `--encoder NAME` names: 'hashing[-DIM]', 'static' (chapter 00b), 'openai:MODEL' (chapter 06a), else a sentence-transformers name or path."
+    m = re.fullmatch(r"hashing(?:-(\d+))?", name)
+    if m: return HashingEncoder(int(m.group(1) or 64))
+    if name == "static":                  # the bundled MiniLM distilled into word-piece vectors (chapter 00b)
+        from earmem.static import StaticEncoder
+        return StaticEncoder(progress=False)
+    if name.startswith("openai:"):   # served over HTTP (chapter 06a): URL and key from $EARMEM_EMBEDDINGS_URL / _KEY
+        from earmem.ear.embeddings import OpenAIEmbedder
+        return OpenAIEmbedder(model=name[len("openai:"):])
+    return Encoder(name, progress=False)
+
 def _store_from_args(a, readonly: bool = False, create: bool = False) -> MemoryStore:
     "Open (or, for `add` and `import`, create) the store of `--store`, with the encoder of `--encoder` for a new store."
-    enc = None
-    if getattr(a, "encoder", None):
-        m = re.fullmatch(r"hashing(?:-(\d+))?", a.encoder)
-        if a.encoder.startswith("openai:"):   # served over HTTP (chapter 06a): URL and key from $EARMEM_EMBEDDINGS_URL / _KEY
-            from earmem.ear.embeddings import OpenAIEmbedder
-            enc = OpenAIEmbedder(model=a.encoder[len("openai:"):])
-        else: enc = HashingEncoder(int(m.group(1) or 64)) if m else Encoder(a.encoder, progress=False)
+    enc = _encoder_arg(a.encoder) if getattr(a, "encoder", None) else None
     return _store_class()(a.store, encoder=enc, readonly=readonly, create=create, namespace=a.namespace)
 
 # %% ../../nbs/cli/32_memory.ipynb #d5e7d1c0
@@ -60,7 +66,8 @@ def _store_options(sp, encoder: bool = True):
     sp.add_argument("--user", "--namespace", dest="namespace", default=os.environ.get("EARMEM_NAMESPACE", "default"),
                     help="the user (namespace) inside the store folder or URL (default: $EARMEM_NAMESPACE or 'default')")
     if encoder: sp.add_argument("--encoder", default=None,
-                    help="encoder for a NEW store: a sentence-transformers name/path, 'hashing[-DIM]', or 'openai:MODEL' "
+                    help="encoder for a NEW store: a sentence-transformers name/path, 'hashing[-DIM]', 'static' (the bundled MiniLM as "
+                         "word-piece vectors, ~100x faster, chapter 00b), or 'openai:MODEL' "
                          "(an OpenAI-compatible /embeddings server at $EARMEM_EMBEDDINGS_URL, key $EARMEM_EMBEDDINGS_KEY) "
                          "(default: bundled all-MiniLM-L6-v2)")
 

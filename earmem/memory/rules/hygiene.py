@@ -352,6 +352,9 @@ _HASHING_ID = re.compile(r"^earmem/hashing-(\d+)-(\d+)$")
 
 def encoder_from_id(model_id: str, record: dict | None = None):
     "Rebuild the encoder a store was created with from its manifest id (and, for one served over HTTP, the manifest's `encoder_record`, chapter 06a)."
+    if model_id == "earmem/static-all-MiniLM-L6-v2":          # the static (model2vec) MiniLM of chapter 00b
+        from earmem.static import StaticEncoder
+        return StaticEncoder()
     if model_id.startswith("openai-compatible:"):
         from earmem.ear.embeddings import remote_encoder
         return remote_encoder(model_id, record)

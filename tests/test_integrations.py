@@ -1,7 +1,9 @@
 """Tests of the agent-framework integrations against the real packages: the LangGraph `BaseStore` (earmem.serve.langgraph_store)
 — its contract (put, get, search, delete, list_namespaces, batch and the async twins), exact-key writes, user isolation and
-LangGraph's own long-term-memory example end to end — and the OpenAI Agents SDK tools (earmem.serve.agents_sdk), run by the
-SDK's own Runner against a scripted model; each integration's message naming its extra when the package is missing."""
+LangGraph's own long-term-memory example end to end —, the OpenAI Agents SDK tools (earmem.serve.agents_sdk), run by the
+SDK's own Runner against a scripted model, and the AutoGen memory (earmem.serve.autogen_memory), AutoGen's own memory example
+run by an AssistantAgent whose OpenAIChatCompletionClient talks to that scripted model; each integration's message naming
+its extra when the package is missing. (CrewAI is not integrated: it pins mcp<2, earmem's MCP door needs mcp>=2.3.)"""
 import asyncio
 import subprocess
 import sys
@@ -308,3 +310,96 @@ def test_agents_sdk_missing_names_the_extra(tmp_path):
                                "try: m.memory_tools(s)\n"
                                "except ImportError as e: print(e)\n")
     assert "pip install 'earmem[agents]'" in out
+
+
+# ---------------------------------------------------------------- AutoGen
+@pytest.fixture(scope="module")
+def encoder():
+    from earmem.core import Encoder
+    return Encoder()   # the bundled all-MiniLM-L6-v2: the store's relevance floor is calibrated for a real model
+
+
+@pytest.fixture
+def autogen():
+    pytest.importorskip("autogen_agentchat")
+    from autogen_core import memory
+    return memory
+
+
+def _memory_lines(body) -> list:
+    return [line for m in body["messages"] if m["role"] == "system" for line in m["content"].splitlines() if "From memory (" in line]
+
+
+def _assistant(chat, memory):
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+    client = OpenAIChatCompletionClient(model="scripted", base_url=chat.url, api_key="not-used",
+                                        model_info={"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
+                                                    "structured_output": False, "multiple_system_messages": True})
+    return AssistantAgent(name="assistant", model_client=client, memory=[memory], system_message="You are a helpful assistant.")
+
+
+def test_autogen_example_end_to_end(autogen, encoder, tmp_path):
+    "AutoGen's memory example: an AssistantAgent with EarmemMemory run on a task; the user's memory reaches the model's request, after a reopen too, and another user's request carries none of it."
+    from earmem.serve.autogen_memory import INJECT_HEADER, EarmemMemory
+    answer = lambda b: " | ".join(line.split("): ", 1)[1] for line in _memory_lines(b)) or "nothing"
+    chat = ScriptedChat([answer] * 3)
+    try:
+        with StorePool(tmp_path / "users", encoder=encoder) as pool:
+            dana = EarmemMemory(pool, user_id="dana", agent_id="assistant")
+            asyncio.run(dana.add(autogen.MemoryContent(content="Dana's favourite editor is Helix", mime_type=autogen.MemoryMimeType.TEXT,
+                                                       metadata={"kind": "preference"})))
+            asyncio.run(dana.add(autogen.MemoryContent(content="Dana waters the office plants on Tuesdays", mime_type="text/markdown")))
+            first = asyncio.run(_assistant(chat, dana).run(task="Which editor do I like?"))
+            lee = asyncio.run(_assistant(chat, EarmemMemory(pool, user_id="lee", agent_id="assistant")).run(task="Which editor do I like?"))
+            assert not pool.stored("lee")
+        with StorePool(tmp_path / "users", encoder=encoder) as again:   # a new process's view: only the folder carries anything over
+            later = asyncio.run(_assistant(chat, EarmemMemory(again, user_id="dana", agent_id="assistant")).run(task="Which editor do I like?"))
+    finally:
+        chat.close()
+    dana_req, lee_req, later_req = chat.requests
+    system = [m["content"] for m in dana_req["messages"] if m["role"] == "system"]
+    assert system[0] == "You are a helpful assistant." and system[1].startswith(INJECT_HEADER + "\n"), system
+    assert any(line.endswith("Dana's favourite editor is Helix") and "preference" in line for line in _memory_lines(dana_req)), dana_req
+    assert "Helix" in first.messages[-1].content and "Helix" in later.messages[-1].content
+    assert _memory_lines(lee_req) == [] and "Helix" not in str(lee_req) and lee.messages[-1].content == "nothing"
+    kinds = [type(m).__name__ for m in first.messages]
+    assert kinds == ["TextMessage", "MemoryQueryEvent", "TextMessage"], kinds   # AutoGen reports what the memory gave the model
+    assert first.messages[1].content[0].content == "Dana's favourite editor is Helix"
+
+
+def test_autogen_scopes_mimes_and_clear(autogen, encoder, tmp_path):
+    from autogen_core import CancellationToken
+    from earmem.serve.autogen_memory import EarmemMemory, MimeTypeError
+    M = autogen.MemoryContent
+    with StorePool(tmp_path / "users", encoder=encoder) as pool:
+        helper, planner = (EarmemMemory(pool, user_id="dana", agent_id=a, run_id="r1") for a in ("helper", "planner"))
+        asyncio.run(helper.add(M(content="Dana's favourite editor is Helix", mime_type="text/plain")))
+        asyncio.run(planner.add(M(content={"editor_theme": "gruvbox"}, mime_type="application/json")))
+        got = asyncio.run(helper.query("Which editor does Dana like?")).results
+        assert [c.content for c in got] == ["Dana's favourite editor is Helix"] and got[0].metadata["agent_id"] == "helper"
+        assert got[0].metadata["score"] > 0 and got[0].mime_type == "text/plain"
+        theme = asyncio.run(planner.query(M(content="Which editor theme does Dana use?", mime_type="text/plain"))).results
+        assert [(c.content, c.mime_type) for c in theme] == [({"editor_theme": "gruvbox"}, "application/json")]
+        assert asyncio.run(helper.query("What did the quarterly tax filing say about depreciation?")).results == []   # below the floor
+        with pytest.raises(MimeTypeError, match="'image/png'"):
+            asyncio.run(helper.add(M(content="x", mime_type="image/png")))
+        with pytest.raises(MimeTypeError, match="application/octet-stream"):
+            asyncio.run(helper.add(M(content=b"x", mime_type=autogen.MemoryMimeType.BINARY)))
+        token = CancellationToken(); token.cancel()
+        asyncio.run(helper.add(M(content="never written", mime_type="text/plain"), token))
+        assert "never written" not in [r.text for r in pool.store("dana").records()]
+        asyncio.run(helper.clear())                                           # the helper's scope only
+        assert [r.text for r in pool.store("dana").records() if r.status == "active"] == ['{"editor_theme": "gruvbox"}']
+        asyncio.run(EarmemMemory(pool, user_id="dana").clear())               # no scope: the user's whole store
+        assert [r for r in pool.store("dana").records() if r.status == "active"] == []
+        with pytest.raises(ValueError, match="user_id: is required"): EarmemMemory(pool)
+    with pytest.raises(PermissionError, match="holds user 'default'"):
+        EarmemMemory(MemoryStore(tmp_path / "one", encoder=HashingEncoder(16)), user_id="dana")
+
+
+def test_autogen_missing_names_the_extra():
+    out = _without(["autogen_core"], "import earmem.serve.autogen_memory as m\n"
+                                     "try: from earmem.serve.autogen_memory import EarmemMemory\n"
+                                     "except ImportError as e: print(e)\n")
+    assert "pip install 'earmem[autogen]'" in out

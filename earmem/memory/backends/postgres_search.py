@@ -83,7 +83,7 @@ def _where(self: PostgresBackend, flt: SearchFilter | None = None) -> tuple:
     if flt.metadata:  # chapter 18c's SQL: the condition `metadata_matches` checks, every key and value a parameter
         cond, more = metadata_sql(flt.metadata, "metadata::jsonb"); sql.append(cond); params += more
         for k, v in _scope_pairs(flt.metadata):   # implied by `cond`, in the expression of chapter 20c's scope indexes (the key a literal of SCOPE_KEYS)
-            sql.append(f"(metadata::jsonb -> '{k}') = %s::jsonb"); params.append(json.dumps(v))
+            sql.append(f"metadata::jsonb ? '{k}' AND (metadata::jsonb -> '{k}') = %s::jsonb"); params.append(json.dumps(v))
     return " AND ".join(sql), params
 
 # %% ../../../nbs/memory/backends/20d_postgres_search.ipynb #420069fb

@@ -86,6 +86,16 @@ def test_pooled_consolidation_switches_every_user(team, capsys):
     again = json.loads(out)
     assert (code, again["reused"], again["switched"], again["key"]) == (0, True, 0, res["key"])   # the same logs: nothing to do
     assert [p.name for p in (team / POOLED_DIR).iterdir()] == [res["key"]]
+    # forgetting a user: clear says the pooled model learned from their log, and the next pooled model is trained without it
+    code, out, err = _cli(capsys, "clear", "-s", str(team), "--user", "ana", "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["model"] == {"key": res["key"], "shared": True, "trained_on_erased_feedback": True,
+                                        "retrain": "StorePool.consolidate_all / earmem memory consolidate --all-users: the pooled model every user's store uses learned from this log"}
+    code, out, err = _cli(capsys, "clear", "-s", str(team), "--user", "cy", "--yes")
+    assert (code, out.strip()) == (0, "erased 9 memories of user 'cy'"), err      # cy was left out: the model never saw cy's log
+    code, out, err = _cli(capsys, "consolidate", "--all-users", "-s", str(team), "--json")
+    after = json.loads(out)
+    assert code == 0 and after["key"] != res["key"] and (after["feedback_rows"], after["users_with_feedback"]) == (2, 1)   # bo's rows only
 
 
 def test_text_output_and_help(team, capsys):

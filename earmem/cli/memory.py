@@ -328,7 +328,9 @@ def _cmd_clear(a):
     with _store_from_args(a) as s:
         if not _confirmed(a, len(s.records(include_retracted=True))): print("nothing erased"); return
         r = s.clear(reason=a.reason)
-    _emit(a, r, f"erased {r['deleted']} memories of user {r['user_id']!r}")
+    m = r.get("model") or {}
+    _emit(a, r, f"erased {r['deleted']} memories of user {r['user_id']!r}"
+          + (f"; the model in use ({m['key']}) learned from their feedback: retrain with {m['retrain'].split(': ')[0]}" if m.get("trained_on_erased_feedback") else ""))
 
 def _add_clear(sub):
     sp = _command(sub, "clear", "erase every memory of one user (asks first)", "Erase every memory of the user --user names; "

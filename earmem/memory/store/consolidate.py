@@ -358,6 +358,19 @@ def maybe_consolidate(self: MemoryStore, min_new_rows: int = 200, **kwargs) -> d
     "Consolidate when at least `min_new_rows` feedback rows were logged since the last consolidation (None otherwise)."
     return self.consolidate(**kwargs) if self.new_feedback(limit=check_int(min_new_rows, "min_new_rows", 1)) >= min_new_rows else None
 
+# %% ../../../nbs/memory/store/23d_consolidate.ipynb #b8d2e1f3
+@patch
+def _model_note(self: MemoryStore) -> dict | None:
+    "What `clear` says of the encoder in use before the log goes: {key, shared, trained_on_erased_feedback, retrain}; None on the base encoder."
+    lin = self.lineage
+    if not lin: return None
+    first = self._backend.feedback_rows(after=0, limit=1)   # the oldest row of this store's log
+    used = bool(lin.get("own_feedback", True)) and bool(first) and first[0].seq <= lin.get("last_feedback", 0)
+    shared = bool(lin.get("shared"))
+    how = None if not used else ("StorePool.consolidate_all / earmem memory consolidate --all-users: the pooled model every user's store uses learned from this log"
+                                 if shared else "revert_encoder() / earmem memory consolidate --revert: this store's model learned from this log")
+    return {"key": lin.get("key"), "shared": shared, "trained_on_erased_feedback": used, "retrain": how}
+
 # %% ../../../nbs/memory/store/23d_consolidate.ipynb #2cafed93
 def consolidate_shared(stores: Sequence[MemoryStore], folder: str | Path, targets: Sequence[MemoryStore] | None = None,
                        epochs: int = CONSOLIDATION_EPOCHS, batch_size: int = 32, max_seq_length: int = 128, negatives: int = 1, progress: bool = True,

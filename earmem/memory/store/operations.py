@@ -331,7 +331,7 @@ def delete(self: MemoryStore, id: str) -> None:
 # %% ../../../nbs/memory/store/23_operations.ipynb #6f69b1a5
 @patch
 def clear(self: MemoryStore, reason: str | None = None) -> dict:
-    "Erase every memory of this store's namespace and its feedback log in one transaction (the learner starts afresh, the files are scrubbed); each memory leaves a 'delete' audit entry (cleared, reason). Returns {user_id, deleted}."
+    "Erase every memory of this store's namespace and its feedback log in one transaction (the learner starts afresh, the files are scrubbed); each memory leaves a 'delete' audit entry (cleared, reason). Returns {user_id, deleted} (and `model`, what a consolidated encoder learned from the erased log: chapter 23d)."
     if reason is not None and not isinstance(reason, str): raise TypeError(f"reason: expected a string, got {type(reason).__name__}")
     self._check_open()
     with self._write() as rev:
@@ -339,10 +339,11 @@ def clear(self: MemoryStore, reason: str | None = None) -> dict:
         for mid in ids: self._backend.erase(mid, rev)
         now = self.clock()
         self._backend.audit_many([(now, mid, "delete", {"cleared": True, "reason": reason}) for mid in ids])
+        model = self._model_note()  # declared hook (23d): what the encoder in use learned from the log about to go
         seen = self._forget_feedback(None)
         self._forget_experience(None)  # declared hook (23dr)
     self._after_erase(seen)
-    return {"user_id": self.namespace, "deleted": len(ids)}
+    return {"user_id": self.namespace, "deleted": len(ids), **({"model": model} if model else {})}
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #e71fc10e
 @patch
@@ -460,6 +461,11 @@ def _explore(self: MemoryStore, cands, keep: np.ndarray, order: np.ndarray, rel:
 @patch
 def _forget_experience(self: MemoryStore, ids):
     "A declared hook, called inside the write transaction that deletes, retracts, supersedes or rewrites memories `ids` (None: all): their reranking scores go (23dr). Does nothing."
+    return None
+
+@patch
+def _model_note(self: MemoryStore):
+    "A declared hook, called by `clear` inside its write before the feedback log goes: what the answer says of an encoder fine-tuned on that log (a dict), or None. Chapter 23d fills it. Does nothing."
     return None
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #f097a381

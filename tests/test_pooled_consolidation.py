@@ -233,3 +233,23 @@ def test_sigkill_during_a_pooled_run(tmp_path, trials=int(os.environ.get("EARMEM
         print(f"[pooled SIGKILL] trial {t}: killed in {landed}, {verdicts}", flush=True)
         shutil.rmtree(path, ignore_errors=True); trace.unlink(missing_ok=True)
     print(f"\n[pooled SIGKILL] {trials} trials over a {span:.1f} s run: {json.dumps(counts, sort_keys=True)}")
+
+
+def test_an_excluded_user_keeps_the_model_their_own_log_trained(team, capsys):
+    "Left out of the pool, cy's feedback trains only cy's store: the model cy's own log trained stays cy's through a pooled run; the others switch."
+    code, out, err = _cli(capsys, "consolidate", "-s", str(team), "--user", "cy", "--json")
+    assert code == 0, err
+    own = _manifests(team)["cy"]
+    assert own["lineage"]["feedback_rows"] == 3 and not own["lineage"].get("shared")
+    code, out, err = _cli(capsys, "consolidate", "--all-users", "--exclude", "cy", "-s", str(team), "--json")
+    res = json.loads(out)
+    assert code == 0, err
+    assert (res["excluded"], res["kept_own"], res["switched"], res["feedback_rows"]) == (["cy"], ["cy"], 3, 4)
+    m = _manifests(team)
+    assert m["cy"] == own                                                               # cy's store untouched
+    assert {u: m[u]["encoder"] for u in ("default", "ana", "bo")} == dict.fromkeys(("default", "ana", "bo"), res["encoder"])
+    code, out, err = _cli(capsys, "search", "which pet does Cal have?", "-k", "1", "-s", str(team), "--user", "cy", "--json")
+    assert code == 0 and json.loads(out)["hits"][0]["text"] == "Cal keeps two grey cats", err
+    code, out, err = _cli(capsys, "consolidate", "--all-users", "-s", str(team), "--json")   # back in the pool: cy's rows train it, cy switches
+    back = json.loads(out)
+    assert code == 0 and (back["kept_own"], back["feedback_rows"], back["switched"]) == ([], 7, 4), err

@@ -218,22 +218,23 @@ def _pool_plan(self: StorePool, stores: dict, included: list, epochs: int, batch
 # %% ../../../nbs/memory/service/24_users.ipynb #a8f2d8b1
 @patch
 def consolidate_all(self: StorePool,
-                    exclude: Sequence[str] | str = (),   # users left out: their logs train nothing; their stores get the pooled model too
+                    exclude: Sequence[str] | str = (),   # users left out: their logs train nothing here; their stores get the pooled model, unless one runs its own
                     dry_run: bool = False,                # only count, measure and estimate; nothing is changed
                     epochs: int = CONSOLIDATION_EPOCHS, batch_size: int = 32, max_seq_length: int = 128, negatives: int = 1,
                     progress: bool = True) -> dict:
-    "Fine-tune one model on the feedback logs of every user of the pool but `exclude` and switch every user's store to it."
+    "Fine-tune one model on the feedback logs of every user of the pool but `exclude` and switch every user's store to it (but an excluded user's own model: `kept_own`)."
     included, excluded = self._pool_users(exclude)
     with contextlib.ExitStack() as held:   # every store stays open (a bounded pool evicts only idle ones) until all are switched
         stores = {u: held.enter_context(self.using(u, create=False)) for u in included + excluded}
         plan = self._pool_plan(stores, included, epochs, batch_size, max_seq_length, negatives)
-        head = {"users": included, "excluded": excluded, **plan["counts"], "key": plan["key"]}
+        own = [u for u in excluded if (lin := stores[u].lineage) and not lin.get("shared")]   # trained on its own log alone: theirs to keep
+        head = {"users": included, "excluded": excluded, "kept_own": own, **plan["counts"], "key": plan["key"]}
         if dry_run:
             with torch_threads(consolidation_threads()): est = stores[included[0]]._estimate(plan["merged"])
             return {"dry_run": True, **head, "memories": est["memories"], "encode_per_second": est["encode_per_second"],
                     "estimated_minutes": est["estimated_minutes"]}
         if not plan["merged"]["triples"]: raise ValueError(f"feedback: the included users' logs give no (cited, shown-but-uncited) pair; nothing to train on")
-        out = consolidate_shared([stores[u] for u in included], self._pooled_root() / plan["key"], targets=list(stores.values()),
+        out = consolidate_shared([stores[u] for u in included], self._pooled_root() / plan["key"], targets=[s for u, s in stores.items() if u not in own],
                                  epochs=epochs, batch_size=batch_size, max_seq_length=max_seq_length, negatives=negatives,
                                  progress=progress, reuse=True, note={"excluded_users": len(excluded)})
         self.encoder = stores[included[0]].encoder   # the pool's shared encoder is the pooled model from now on

@@ -49,6 +49,7 @@ def user_store(mem, create: bool = False):
     try: return mem.stores.store(mem.user_id, create=create)
     except KeyError: return None
 
+# %% ../../nbs/serve/30c_autogen.ipynb #e52f8b01
 def add_content(mem, content) -> str:
     "Keep an AutoGen `MemoryContent` as one earmem memory (tagged with `mem`'s agent_id and run_id, source 'autogen'); its id."
     text, mime, obj = content_text(content)

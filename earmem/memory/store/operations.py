@@ -339,8 +339,7 @@ def clear(self: MemoryStore, reason: str | None = None) -> dict:
         for mid in ids: self._backend.erase(mid, rev)
         now = self.clock()
         self._backend.audit_many([(now, mid, "delete", {"cleared": True, "reason": reason}) for mid in ids])
-        model = self._model_note()  # declared hook (23d): what the encoder in use learned from the log about to go
-        seen = self._forget_feedback(None)
+        model, seen = self._model_note(), self._forget_feedback(None)  # declared hook (23d): what the model in use learned from the log that goes
         self._forget_experience(None)  # declared hook (23dr)
     self._after_erase(seen)
     return {"user_id": self.namespace, "deleted": len(ids), **({"model": model} if model else {})}
@@ -462,11 +461,9 @@ def _explore(self: MemoryStore, cands, keep: np.ndarray, order: np.ndarray, rel:
 def _forget_experience(self: MemoryStore, ids):
     "A declared hook, called inside the write transaction that deletes, retracts, supersedes or rewrites memories `ids` (None: all): their reranking scores go (23dr). Does nothing."
     return None
-
 @patch
 def _model_note(self: MemoryStore):
     "A declared hook, called by `clear` inside its write before the feedback log goes: what the answer says of an encoder fine-tuned on that log (a dict), or None. Chapter 23d fills it. Does nothing."
-    return None
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #f097a381
 @patch

@@ -41,10 +41,10 @@ def chat_stream(bench, enc, questions, k: int = 5, progress: bool = False) -> di
                     for h in st.search(q.text, k=k):
                         g = gold_of.get(h.id) or gold_of.get(h.metadata.get("from_turn"))
                         if g is not None and g not in ids: ids.append(g)
-                    pairs.append((recall_at_k(ids, q.gold, k), hit_at_k(ids, q.gold, k)))
+                    pairs.append((recall_at_k(ids, q.gold, k), hit_at_k(ids, q.gold, k), hit_at_k(ids, q.gold, 1)))
             if progress: print(f"  … {n + 1}/{len(banks)} conversations, {time.time() - t0:.0f} s", file=sys.stderr)
-    r = [p[0] for p in pairs]; h = [p[1] for p in pairs]
-    return dict(recall=100 * sum(r) / len(r), hit=100 * sum(h) / len(h), n=len(pairs), **counts, seconds=round(time.time() - t0))
+    r = [p[0] for p in pairs]; h = [p[1] for p in pairs]; h1 = [p[2] for p in pairs]
+    return dict(recall=100 * sum(r) / len(r), hit=100 * sum(h) / len(h), hit1=round(100 * sum(h1) / len(h1), 1), n=len(pairs), **counts, seconds=round(time.time() - t0))
 
 
 def main(argv=None):

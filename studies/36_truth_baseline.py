@@ -231,13 +231,13 @@ def corrupted(claim: str, messages: list) -> list:
 
 
 def run_chats(a, enc) -> dict:
-    from earmem.memory import MemoryStore
+    from earmem.memory import MemoryStore, StoreConfig
     chats = [c for c in json.loads(_corpus(CHATS, a.split).read_text()) if c["split"] == a.split][: a.limit or None]
     rows, t0 = [], time.time()
     with tempfile.TemporaryDirectory(prefix="truth36c-") as tmp:
         for c in chats:
             last = max(epoch(m["time"]) for m in c["messages"])
-            s = MemoryStore(Path(tmp) / c["id"], encoder=enc, clock=lambda last=last: last + 60.0)
+            s = MemoryStore(Path(tmp) / c["id"], encoder=enc, clock=lambda last=last: last + 60.0, config=StoreConfig(**json.loads(a.config)))
             try:
                 msgs = [{"role": m["role"], "content": m["content"], "timestamp": m["time"], **({"name": m["name"]} if m.get("name") else {})}
                         for m in c["messages"]]
@@ -415,6 +415,7 @@ def main(argv=None):
     ap.add_argument("--no-control", action="store_true", help="skip the one-writer control of the concurrency part")
     ap.add_argument("--json", metavar="OUT", help="write every measurement (with per-pair and per-chat rows) to OUT")
     ap.add_argument("--progress", action="store_true", help="progress lines on stderr")
+    ap.add_argument("--config", default="{}", help='the chats\' StoreConfig overrides as JSON, e.g. \'{"change_similarity": null}\' (the change order off)')
     ap.add_argument("--_worker", nargs=5, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     global TEXTS; TEXTS = a.texts

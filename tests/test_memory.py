@@ -304,7 +304,7 @@ def _fresher_first(tmp_path, config: StoreConfig) -> list:
     from earmem.core import Encoder
     enc, clock, got = Encoder(progress=False), fake_clock(to_epoch("2026-06-01")), []
     for i, (old, new, q) in enumerate(CORRECTIONS):
-        with MemoryStore(tmp_path / f"{config.recency_weight}-{i}", encoder=enc, config=config, clock=clock, judge=KEEP_APART) as s:
+        with MemoryStore(tmp_path / f"{config.recency_weight}-{config.change_similarity}-{i}", encoder=enc, config=config, clock=clock, judge=KEEP_APART) as s:
             s.add_many([dict(text=t, kind="fact", timestamp="2026-03-01") for t in OTHERS + [old]])
             fct.test_eq(s.add(new, "fact", timestamp="2026-05-30").action, "inserted")
             hits = s.search(q, k=5)
@@ -316,7 +316,12 @@ def _fresher_first(tmp_path, config: StoreConfig) -> list:
 def test_default_blend_ranks_a_fresher_restatement_first(tmp_path):
     "Issue 19: recency lifts a memory over what it restates (a correction the door did not catch), not over unrelated memories."
     fct.test_eq(_fresher_first(tmp_path, StoreConfig()), [True] * 4)
-    assert sum(_fresher_first(tmp_path, StoreConfig(recency_weight=0, importance_weight=0))) <= 1   # relevance alone: the old one wins
+    assert sum(_fresher_first(tmp_path, StoreConfig(recency_weight=0, importance_weight=0, change_similarity=None))) <= 1   # relevance alone: the old one wins
+
+
+def test_a_newer_memory_that_says_it_changed_leads_without_recency(tmp_path):
+    "Issue 36 (22a's newer_on_topic): each fresher statement says it changed ('now', 'was moved'), so it leads the old one even with recency and importance off."
+    fct.test_eq(_fresher_first(tmp_path, StoreConfig(recency_weight=0, importance_weight=0)), [True] * 4)
 
 
 def test_default_recency_counts_from_formation_and_use_is_only_recorded(tmp_path):
@@ -802,3 +807,32 @@ def test_default_blend_no_worse_than_relevance_over_a_question_stream(retriever)
     print(f"{retriever}: default R@5 {default[0]:.1f} H@5 {default[1]:.1f}; relevance alone {relevance[0]:.1f} / {relevance[1]:.1f} (n={default[2]})")
     assert default[2] == relevance[2] == 1536
     assert default[0] >= relevance[0] and default[1] >= relevance[1]   # no worse, not even by one question (hybrid 51.0 / 63.3 vs 51.0 / 63.2)
+
+
+SUBJECTS = ["Dana", "The standup", "My flat", "Kofi", "Our office", "My sister"]
+SAYINGS = ["lives in {}", "moved to {}", "is now in {}", "no longer lives in {}", "also ordered {} cakes", "is at {}",
+           "was cancelled", "switched to {}", "is in {} these days", "is booked for {}"]
+VALUES = ["Leeds", "Paris", "Berlin", "3pm", "5", "Queen Street", "May 3", "May 5"]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(SUBJECTS), st.sampled_from(SAYINGS), st.sampled_from(VALUES)), min_size=2, max_size=14),
+       st.integers(1, 6))
+def test_the_change_order_never_changes_which_memories_a_search_returns(tmp_path_factory, said, k):
+    "Issue 36 (22a's newer_on_topic), generated: with the change order on or off, every search returns the same memories (only their order may differ), and a hit that leads only by the change order says a change and is newer than a hit it passed."
+    texts = [f"{s} {v.format(x)}" for s, v, x in said]
+    stores = []
+    for on in (0.3, None):
+        st_ = MemoryStore(tmp_path_factory.mktemp("change"), encoder=HashingEncoder(64), config=StoreConfig(change_similarity=on, min_relevance=-1),
+                          judge=KEEP_APART)
+        for day, t in enumerate(texts): st_.add(t, "fact", timestamp=iso(to_epoch("2026-01-01") + day * DAY))
+        stores.append(st_)
+    try:
+        for q in dict.fromkeys([f"{s} {x}" for s, _, x in said] + ["Where does Dana live?"]):
+            on, off = (s.search(q, k=k) for s in stores)
+            fct.test_eq(sorted(h.id for h in on), sorted(h.id for h in off))
+            if on.ids and on.ids[0] != off.ids[0]:
+                lead = on[0]
+                assert any(lead.timestamp > h.timestamp for h in off[:off.ids.index(lead.id)]), (q, on.ids, off.ids)
+    finally:
+        for s in stores: s.close()

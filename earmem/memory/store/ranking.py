@@ -4,15 +4,16 @@
 
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #a2e1c0d5
 from __future__ import annotations
-import json
+import json, re
 from functools import lru_cache
 import numpy as np
 from ..index.mirror import _balanced
+from ..rules.claims import claim_frame
 from ..rules.hygiene import entities_overlap
 
 # %% auto #0
 __all__ = ['SESSION_POOL', 'SESSION_BETA', 'row_sessions', 'best_of_pool', 'same_fact_lift', 'session_lift', 'mark_conflicts',
-           'newer_first']
+           'newer_first', 'says_change', 'newer_on_topic']
 
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #a2e1c0d7
 SESSION_POOL = 3  # a store whose candidates carry sessions ranks SESSION_POOL·K of them (frozen score + session lift), keeps K
@@ -92,4 +93,26 @@ def newer_first(hits: list, conflicts: list) -> list:
         if "door" not in c: continue
         n, o = order.index(pos[c["newer"]]), order.index(pos[c["older"]])
         if n > o: order.insert(o, order.pop(n))
+    return order
+
+# %% ../../../nbs/memory/store/22a_ranking.ipynb #94974fb8
+_ADDS = re.compile(r"\b(?:also|as well|in addition)\b", re.I)  # a memory that says it adds to what was said replaces nothing
+_SPEAKER = re.compile(r"^[^:\n]{1,40}:\s+")  # a chat turn's "name: " (chapter 23b)
+
+def says_change(h) -> bool:
+    "Whether hit `h` says that something changed, ended or was corrected (chapter 18a's claim frame: 'moved to', 'no longer', 'cancelled', 'now', 'sorry, it's May 5, not May 3'); one that says it adds ('also') does not."
+    text = _SPEAKER.sub("", h.text, count=1) if h.kind == "episode" else h.text
+    if _ADDS.search(text): return False
+    c = claim_frame(text)
+    return bool(c.change or c.correction or c.terminate)
+
+def newer_on_topic(hits: list, order: list, vectors: np.ndarray, formed: list, similarity: float | None) -> list:
+    "`order` (positions of `hits`) with each newer hit that says a change moved just above an older one about the same thing (cosine of their unit `vectors` ≥ `similarity`; None: off; `formed`: (time, row) of each hit). Only the order changes."
+    order = list(order)
+    if similarity is None or len(hits) < 2: return order
+    pairs = [(i, j) for i in range(len(hits)) for j in range(len(hits)) if formed[j][0] > formed[i][0]]
+    changes = {j: says_change(hits[j]) for j in {j for _, j in pairs}}
+    for i, j in sorted(pairs, key=lambda p: (order.index(p[0]), order.index(p[1]))):
+        a, b = order.index(i), order.index(j)
+        if b > a and changes[j] and float(vectors[i] @ vectors[j]) >= similarity: order.insert(a, order.pop(b))
     return order

@@ -248,7 +248,7 @@ def check_graph(self: SQLiteBackend):
 @patch
 def _open_graph(self: SQLiteBackend) -> bool:
     "Memory-map the saved graph when its stamp can be trusted and catch it up, else build it (not when read-only; a writer also rebuilds a graph of another scalar type than `GRAPH_DTYPE`)."
-    vi, stamp = VectorIndex.restore(self.path, self.dim)   # the stamp, or why the saved graph cannot be used
+    vi, stamp = VectorIndex.restore(self.path, self.dim, keep=not (self.readonly or self.immutable))   # the stamp, or why not; a reader leaves the guard file be
     if vi is not None and stamp["rev"] <= self.rev and (stamp["dtype"] == GRAPH_DTYPE or self.readonly or self.immutable):
         pending = self._changed_since(stamp["rev"])
         if (why := self._graph_problem(vi, pending)) is None:

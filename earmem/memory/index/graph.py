@@ -11,7 +11,7 @@ from fastcore.basics import patch
 from ...core import atomic_write_json
 
 # %% auto #0
-__all__ = ['GUARD_EVERY', 'GUARD_WINDOW', 'GUARD_TARGET', 'GUARD_MAX', 'INDEX_FILE', 'STAMP_FILE', 'CONNECTIVITY',
+__all__ = ['GUARD_EVERY', 'GUARD_WINDOW', 'GUARD_TARGET', 'GUARD_MAX', 'GUARD_COST', 'INDEX_FILE', 'STAMP_FILE', 'CONNECTIVITY',
            'EXPANSION_ADD', 'GRAPH_DTYPE', 'SEQUENTIAL_ROWS', 'EF_PER_ROWS', 'GUARD_FILE', 'MIRROR_FILE',
            'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'VECTOR_LOG16', 'LOG_FORMATS', 'REF_SIZE',
            'RecallGuard', 'VectorIndex', 'read_stamp', 'read_guard', 'keep_guard', 'file_crc32', 'save_vectors',
@@ -20,13 +20,15 @@ __all__ = ['GUARD_EVERY', 'GUARD_WINDOW', 'GUARD_TARGET', 'GUARD_MAX', 'INDEX_FI
 # %% ../../../nbs/memory/index/19a_graph.ipynb #894c0a1c
 GUARD_EVERY, GUARD_WINDOW = 100, 20  # one search in GUARD_EVERY is checked exactly (every one until a window is full); the estimate is the mean of the last GUARD_WINDOW checks
 GUARD_TARGET, GUARD_MAX = 0.95, 8    # the recall@K the guard holds the graph to; the most it multiplies the search list by
+GUARD_COST = 1.0  # a widened graph whose lookup takes this many times the exact scan's (median of a window) is given up
 
 class RecallGuard:
-    "An online estimate of a graph's recall from exact checks of its searches (all until a window is full, then a sample); below `target` it warns and doubles `factor` (the search list's multiplier), up to `most`."
-    def __init__(self, every: int = GUARD_EVERY, window: int = GUARD_WINDOW, target: float = GUARD_TARGET, most: int = GUARD_MAX):
-        self.every, self.window, self.target, self.most = every, window, target, most
+    "An online estimate of a graph's recall (and cost) from exact checks of its searches (all until a window is full, then a sample); below `target` it warns and doubles `factor` (the search list's multiplier), up to `most`."
+    def __init__(self, every: int = GUARD_EVERY, window: int = GUARD_WINDOW, target: float = GUARD_TARGET, most: int = GUARD_MAX, cost: float = GUARD_COST):
+        self.every, self.window, self.target, self.most, self.cost = every, window, target, most, cost
         self.seen, self.factor, self.checks, self.history = 0, 1, [], []  # history: (searches seen, estimate, new factor) of each widening
-        self.exact = False  # the longest list did not hold the target either: the caller answers with exact scans
+        self.costs = []  # per check: the graph's lookup time over the exact scan's (when the caller timed them)
+        self.exact = False  # the graph was given up (the longest list missed the target, or a longer one was slower than a scan): the caller answers with exact scans
         self.settled = False  # a full window judged the current list: one search in `every` is checked, not each one
         self.sink = None  # called with `state()` after each check that counts (chapter 20b's store keeps it beside the graph)
 
@@ -35,35 +37,44 @@ class RecallGuard:
         self.seen += 1
         return self.every > 0 and not self.exact and (not self.settled or self.seen % self.every == 0)
 
-    def record(self, got: np.ndarray, exact: np.ndarray) -> float:
-        "One check: recall of the graph's top K (their exact cosines `got`) against the exact top K (`exact`), ties either way; widens when the window's mean is below target. Returns the check's recall."
-        got, exact = np.asarray(got, np.float64), np.asarray(exact, np.float64)
-        r = float(np.count_nonzero(got >= exact.min() - 1e-6)) / max(1, len(exact)) if len(exact) else 1.0
-        self.checks = (self.checks + [min(r, 1.0)])[-self.window:]
-        est = float(np.mean(self.checks)) if len(self.checks) == self.window else None
-        if est is not None and (est >= self.target or self.exact): self.settled = True
-        elif est is not None and self.factor < self.most:   # too low: a longer list, judged afresh (each search checked again)
-            self.factor = min(self.most, 2 * self.factor); self.checks, self.settled = [], False; self.history.append((self.seen, est, self.factor))
-            warnings.warn(f"graph index: recall@{len(exact)} estimated at {est:.3f} over the last {self.window} checked searches "
-                          f"(target {self.target}); searching with a {self.factor}× longer candidate list", RuntimeWarning, stacklevel=3)
-        elif est is not None:   # widest already: the graph cannot hold it
-            self.exact = self.settled = True; self.history.append((self.seen, est, "exact"))
-            warnings.warn(f"graph index: recall@{len(exact)} estimated at {est:.3f} with a {self.factor}× longer list (target "
-                          f"{self.target}); answering with exact scans from now on (slower, exact)", RuntimeWarning, stacklevel=3)
-        if self.sink is not None and (self.settled or not self.checks): self.sink(self.state())   # a verdict, or a check after one
-        return r
-
     @property
     def estimate(self) -> float | None:
         "The mean recall of the checks since the last widening (None before the first)."
         return float(np.mean(self.checks)) if self.checks else None
+
+# %% ../../../nbs/memory/index/19a_graph.ipynb #67760d94
+@patch
+def record(self: RecallGuard, got: np.ndarray, exact: np.ndarray, spent: tuple | None = None) -> float:
+    "One check: recall of the graph's top K (their exact cosines `got`) against the exact top K (`exact`), ties either way; `spent`: (seconds of the graph's lookup, of the exact scan). A full window below target widens the list; at the widest list, or when a widened list's lookup took `cost` times the scan's or longer (median), the graph is given up. Returns the check's recall."
+    got, exact = np.asarray(got, np.float64), np.asarray(exact, np.float64)
+    r = float(np.count_nonzero(got >= exact.min() - 1e-6)) / max(1, len(exact)) if len(exact) else 1.0
+    self.checks = (self.checks + [min(r, 1.0)])[-self.window:]
+    if spent is not None: self.costs = (self.costs + [float(spent[0]) / max(float(spent[1]), 1e-9)])[-self.window:]
+    est = float(np.mean(self.checks)) if len(self.checks) == self.window else None
+    slow = float(np.median(self.costs)) if est is not None and self.factor > 1 and len(self.costs) == self.window and np.median(self.costs) >= self.cost else None  # widened, and dearer than a scan
+    if est is None or self.exact: self.settled = self.settled or self.exact
+    elif slow is not None: self._give_up(est, len(exact), f"and the graph's lookup taking {slow:.1f}× an exact scan's")
+    elif est >= self.target: self.settled = True
+    elif self.factor < self.most:   # too low: a longer list, judged afresh (each search checked again)
+        self.factor = min(self.most, 2 * self.factor); self.checks, self.costs, self.settled = [], [], False; self.history.append((self.seen, est, self.factor))
+        warnings.warn(f"graph index: recall@{len(exact)} estimated at {est:.3f} over the last {self.window} checked searches "
+                      f"(target {self.target}); searching with a {self.factor}× longer candidate list", RuntimeWarning, stacklevel=3)
+    else: self._give_up(est, len(exact), f"with a {self.factor}× longer list (target {self.target})")   # widest already: the graph cannot hold it
+    if self.sink is not None and (self.settled or not self.checks): self.sink(self.state())   # a verdict, or a check after one
+    return r
+
+@patch
+def _give_up(self: RecallGuard, est: float, K: int, why: str):
+    "Answer with exact scans from now on, saying why once."
+    self.exact = self.settled = True; self.history.append((self.seen, est, "exact"))
+    warnings.warn(f"graph index: recall@{K} estimated at {est:.3f} {why}; answering with exact scans from now on (exact)", RuntimeWarning, stacklevel=4)
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #f130483f
 @patch
 def state(self: RecallGuard) -> dict:
     "What the guard has learnt of its graph, as JSON-able values (`load` takes it back)."
     return {"factor": self.factor, "exact": self.exact, "settled": self.settled, "seen": self.seen,
-            "checks": list(self.checks), "history": [list(h) for h in self.history]}
+            "checks": list(self.checks), "costs": list(self.costs), "history": [list(h) for h in self.history]}
 
 @patch
 def load(self: RecallGuard, state: dict) -> RecallGuard:
@@ -71,10 +82,11 @@ def load(self: RecallGuard, state: dict) -> RecallGuard:
     try:
         factor, exact, settled, seen = int(state["factor"]), state["exact"], state["settled"], int(state["seen"])
         checks, history = [float(c) for c in state["checks"]], [tuple(h) for h in state["history"]]
+        costs = [float(c) for c in state.get("costs", [])]
     except (KeyError, TypeError, ValueError): return self
     if not (isinstance(exact, bool) and isinstance(settled, bool) and factor >= 1 and seen >= 0 and all(0 <= c <= 1 for c in checks)): return self
     self.factor, self.exact, self.settled, self.seen = min(factor, self.most), exact, settled, seen
-    self.checks, self.history = checks[-self.window:], history
+    self.checks, self.costs, self.history = checks[-self.window:], costs[-self.window:], history
     return self
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #f0e09212

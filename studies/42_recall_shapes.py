@@ -17,7 +17,8 @@ widens the search list (or gives the graph up for exact scans) when they fall sh
 (its saved state removed). So the graph ways are reported twice: `first` (the measured queries on the reopened store,
 the guard's calibration included: what the first searches of a new graph get) and, with `--warmup N` (default 200),
 `settled` (the same queries asked again after N warm-up queries drawn like them but distinct from them: what a user
-gets once the guard has calibrated). The `guard` column gives the guard's factor after the row (×1 … ×8, or `exact`).
+gets once the guard has calibrated). The `guard est` column gives the guard's factor after the row (×1 … ×8, or `exact`) and its estimate of
+recall@K (K as the store asks: 20 for `search(q, k=10)`), the mean of its checks since the last widening.
 
     nice -n 10 python studies/42_recall_shapes.py [--sizes 50000 100000] [--shapes tight bench dups uniform]
         [--queries 100] [--warmup 200] [--dim 384] [--ways graph narrow exact faiss hnswlib] [--set sqlite.OVERSAMPLE=8 ...] [--json]
@@ -146,7 +147,8 @@ def one_pass(s, b, E: np.ndarray, Q: np.ndarray, k: int) -> dict:
     g = b.ann.guard if b.ann is not None and b.approx_min_rows is not None else None
     return {"same@10": round(float(np.mean(same)), 4), "search@10": round(float(np.mean(whole)), 4), "p50_ms": ms(ts, 50), "p95_ms": ms(ts, 95),
             "lookup@10": round(float(np.mean(look)), 4), "lookup_p50_ms": ms(tl, 50), "lookup_p95_ms": ms(tl, 95),
-            "guard": None if g is None else "exact" if g.exact else f"x{g.factor}", "guard_seen": None if g is None else g.seen}
+            "guard": None if g is None else "exact" if g.exact else f"x{g.factor}", "guard_seen": None if g is None else g.seen,
+            "guard_estimate": None if g is None or g.estimate is None else round(g.estimate, 3)}
 
 
 def peer(name: str, folder: Path, V: np.ndarray, Q: np.ndarray, target: float, k: int = 10) -> dict:
@@ -219,11 +221,12 @@ def main():
     load = {"before": load, "after": [round(x, 2) for x in os.getloadavg()]}
     if a.json: print(json.dumps({"knobs": a.knobs, "queries": a.queries, "warmup": a.warmup, "dim": a.dim, "load": load, "rows": rows})); return
     print(f"queries {a.queries}, warm-up {a.warmup}, dim {a.dim}, knobs {a.knobs or 'none'}, load average {load['before']} → {load['after']}")
-    print(f"{'shape':12} {'memories':>9} {'way':7} {'pass':7} {'guard':>5} {'same@10':>7} {'search@10':>9} {'p50 ms':>7} {'p95 ms':>7} {'lookup@10':>9} {'p50 ms':>7} {'p95 ms':>7} {'build s':>8}")
+    print(f"{'shape':12} {'memories':>9} {'way':7} {'pass':7} {'guard est':>10} {'same@10':>7} {'search@10':>9} {'p50 ms':>7} {'p95 ms':>7} {'lookup@10':>9} {'p50 ms':>7} {'p95 ms':>7} {'build s':>8}")
+    gs = lambda r: (r.get("guard") or "–") + (" %.2f" % r["guard_estimate"] if r.get("guard_estimate") is not None else "")
     f = lambda r, key, w, d=3: f"{r[key]:>{w}.{d}f}" if key in r else f"{'–':>{w}}"
     for r in rows:
         way = r["way"] + (f" ef {r['ef']}" if "ef" in r else "")
-        print(f"{r['shape']:12} {r['memories']:>9,} {way:7} {r.get('pass', ''):7} {r.get('guard') or '–':>5} {f(r, 'same@10', 7)} {f(r, 'search@10', 9)} {f(r, 'p50_ms', 7, 2)} {f(r, 'p95_ms', 7, 2)} "
+        print(f"{r['shape']:12} {r['memories']:>9,} {way:7} {r.get('pass', ''):7} {gs(r):>10} {f(r, 'same@10', 7)} {f(r, 'search@10', 9)} {f(r, 'p50_ms', 7, 2)} {f(r, 'p95_ms', 7, 2)} "
               f"{f(r, 'lookup@10', 9)} {f(r, 'lookup_p50_ms', 7, 2)} {f(r, 'lookup_p95_ms', 7, 2)} {f(r, 'build_s', 8, 1)}")
 
 

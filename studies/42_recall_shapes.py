@@ -12,8 +12,16 @@ confirmed: at 20k the exact way scores 1.000 — is not counted as the graph's m
 `lookup@10`, the backend's `candidates(q, 10)` against the exact cosine top 10; ties (exact duplicates) count either
 way. p50/p95 are wall times in ms, encoding excluded (the queries are embeddings). The load average is printed.
 
+The store's recall guard (chapter 19a) checks a new graph's first searches exactly until a window of 20 is full, and
+widens the search list (or gives the graph up for exact scans) when they fall short; each way starts with a fresh guard
+(its saved state removed). So the graph ways are reported twice: `first` (the measured queries on the reopened store,
+the guard's calibration included: what the first searches of a new graph get) and, with `--warmup N` (default 200),
+`settled` (the same queries asked again after N warm-up queries drawn like them but distinct from them: what a user
+gets once the guard has calibrated). The `guard est` column gives the guard's factor after the row (×1 … ×8, or `exact`) and its estimate of
+recall@K (K as the store asks: 20 for `search(q, k=10)`), the mean of its checks since the last widening.
+
     nice -n 10 python studies/42_recall_shapes.py [--sizes 50000 100000] [--shapes tight bench dups uniform]
-        [--queries 100] [--dim 384] [--ways graph narrow exact faiss hnswlib] [--set sqlite.OVERSAMPLE=8 ...] [--json]
+        [--queries 100] [--warmup 200] [--dim 384] [--ways graph narrow exact faiss hnswlib] [--set sqlite.OVERSAMPLE=8 ...] [--json]
 
 Shapes: `tight` clusters of 200 memories (1,000 at 200k) of small spread (cosine ≈ 0.995 to their centre, as
 near-duplicate memories are);
@@ -28,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from earmem.memory.rules.hygiene import HashingEncoder, StoreConfig
 from earmem.memory.store import MemoryStore
-from earmem.memory.index.graph import round_f16
+from earmem.memory.index.graph import GUARD_FILE, round_f16
 
 SHAPES = ("tight", "bench", "dups", "dups_uniform", "uniform", "locomo")
 QUERY_NOISE = {"tight": 0.05, "bench": 0.5, "dups": 0.02, "dups_uniform": 0.02, "uniform": 0.5}  # a query's offset from its memory, in units of a random unit vector
@@ -54,8 +62,8 @@ def vectors(shape: str, n: int, dim: int, rng) -> np.ndarray:
     raise ValueError(f"shape: expected one of {SHAPES}, got {shape!r}")
 
 
-def locomo_shape(n: int, n_queries: int, rng) -> tuple:
-    "(`n` vectors: LoCoMo's turns encoded by the bundled MiniLM, then perturbed copies of them; `n_queries` LoCoMo questions encoded as queries)."
+def locomo_shape(n: int, n_queries: int, rng, warmup: int = 0, wrng=None) -> tuple:
+    "(`n` vectors: LoCoMo's turns encoded by the bundled MiniLM, then perturbed copies of them; `n_queries` LoCoMo questions encoded as queries; `warmup` other questions, drawn with `wrng`)."
     import os
     from earmem.core import Encoder
     path = Path(os.environ["EARMEM_DATA"]) / "locomo10.json" if os.environ.get("EARMEM_DATA") else LOCOMO
@@ -63,11 +71,14 @@ def locomo_shape(n: int, n_queries: int, rng) -> tuple:
     turns = [t["text"] for c in convs for k, v in c["conversation"].items() if k.startswith("session") and isinstance(v, list) for t in v]
     qs = [q["question"] for c in convs for q in c["qa"]]
     enc = Encoder()
-    T, Q = unit(enc.encode_documents(turns)), unit(enc.encode_queries([qs[i] for i in rng.choice(len(qs), n_queries, replace=False)]))
+    pick = rng.choice(len(qs), n_queries, replace=False)
+    T, Q = unit(enc.encode_documents(turns)), unit(enc.encode_queries([qs[i] for i in pick]))
+    rest = np.setdiff1d(np.arange(len(qs)), pick)
+    W = unit(enc.encode_queries([qs[i] for i in wrng.choice(rest, min(warmup, len(rest)), replace=False)])) if warmup else Q[:0]
     src = np.concatenate([np.arange(len(T)), rng.integers(len(T), size=max(0, n - len(T)))])[:n]
     V = T[src].copy()
     V[len(T):] = unit(V[len(T):] + LOCOMO_NOISE * rng.standard_normal((len(V) - len(T), T.shape[1])) / np.sqrt(T.shape[1]))
-    return V[rng.permutation(n)], Q
+    return V[rng.permutation(n)], Q, W
 
 
 def build(folder: Path, V: np.ndarray, batch: int = 10_000, log=print):
@@ -90,12 +101,15 @@ def _tied(got: np.ndarray, want: np.ndarray) -> int:
     return int(np.minimum(g[1][ig], w[1][iw]).sum())
 
 
-def measure(folder: Path, V: np.ndarray, Q: np.ndarray, way: str, k: int = 10) -> dict:
+def measure(folder: Path, V: np.ndarray, Q: np.ndarray, way: str, k: int = 10, W: np.ndarray | None = None) -> list:
     """On the reopened store (`way` graph: as it chooses; narrow: no widening; exact: graph off), per query: `search(q, k)`
     timed (p50/p95 ms) and its recall against the same search with the graph off (`same@10`: the same scoring, so the
     ranking's recency and importance lifts do not count as misses) and against the exact cosine top k (`search@10`);
-    the backend's lookup (`candidates(q, k)`) timed and its recall against the exact cosine top k (`lookup@10`)."""
+    the backend's lookup (`candidates(q, k)`) timed and its recall against the exact cosine top k (`lookup@10`).
+    Each way starts with a fresh recall guard. Returns the row of the first pass over `Q`, then (graph ways, warm-up
+    queries `W` given) the row of a second pass after `W` were asked."""
     import earmem.memory.backends.sqlite as sqlite
+    (folder / GUARD_FILE).unlink(missing_ok=True)  # a fresh guard for each way: it calibrates on this way's first searches
     s = MemoryStore(folder, encoder=HashingEncoder(V.shape[1]), config=StoreConfig(min_relevance=-1.0))
     b = s._backend
     on = b.approx_min_rows
@@ -104,6 +118,18 @@ def measure(folder: Path, V: np.ndarray, Q: np.ndarray, way: str, k: int = 10) -
     if way == "narrow" and widen is not None: sqlite.WIDEN_MAX = 0  # one look at the graph: no widening
     E = round_f16(V)  # the vectors as the store keeps them
     s.search(Q[0], k=k, min_relevance=-1)  # opens (maps) the graph
+    used = b.ann is not None and on is not None and way != "exact"
+    rows = [{"pass": "first", **one_pass(s, b, E, Q, k)}]
+    if used and W is not None and len(W):
+        for q in W: s.search(q, k=k, min_relevance=-1)
+        rows.append({"pass": f"settled", "warmup": len(W), **one_pass(s, b, E, Q, k)})
+    s.close()
+    if widen is not None: sqlite.WIDEN_MAX = widen
+    return [{**r, "graph_used": used} for r in rows]
+
+
+def one_pass(s, b, E: np.ndarray, Q: np.ndarray, k: int) -> dict:
+    "One pass of `measure` over the queries `Q` (see there); `guard`: the recall guard's factor after it (or 'exact')."
     same, whole, look, ts, tl = [], [], [], [], []
     ids = lambda hits: np.array([int(h.id[1:]) for h in hits], np.int64)
     for q in Q:
@@ -117,11 +143,12 @@ def measure(folder: Path, V: np.ndarray, Q: np.ndarray, way: str, k: int = 10) -
         whole.append(np.count_nonzero(exact[got] >= kth - 1e-6) / k)
         look.append(np.count_nonzero(exact[near] >= kth - 1e-6) / k)
         same.append(_tied(exact[got], exact[ref]) / max(1, len(ref)))
-    used = b.ann is not None and on is not None and way != "exact"; s.close()
-    if widen is not None: sqlite.WIDEN_MAX = widen
     ms = lambda t, p: round(1000 * float(np.percentile(t, p)), 2)
+    g = b.ann.guard if b.ann is not None and b.approx_min_rows is not None else None
     return {"same@10": round(float(np.mean(same)), 4), "search@10": round(float(np.mean(whole)), 4), "p50_ms": ms(ts, 50), "p95_ms": ms(ts, 95),
-            "lookup@10": round(float(np.mean(look)), 4), "lookup_p50_ms": ms(tl, 50), "lookup_p95_ms": ms(tl, 95), "graph_used": used}
+            "lookup@10": round(float(np.mean(look)), 4), "lookup_p50_ms": ms(tl, 50), "lookup_p95_ms": ms(tl, 95),
+            "guard": None if g is None else "exact" if g.exact else f"x{g.factor}", "guard_seen": None if g is None else g.seen,
+            "guard_estimate": None if g is None or g.estimate is None else round(g.estimate, 3)}
 
 
 def peer(name: str, folder: Path, V: np.ndarray, Q: np.ndarray, target: float, k: int = 10) -> dict:
@@ -158,6 +185,7 @@ def main():
     ap.add_argument("--sizes", type=int, nargs="+", default=[50_000], help="store sizes (memories)")
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES, help="data shapes")
     ap.add_argument("--queries", type=int, default=100, help="queries per shape and size (at least 50)")
+    ap.add_argument("--warmup", type=int, default=200, help="warm-up queries (distinct from the measured ones) before the graph ways' second pass; 0: one pass")
     ap.add_argument("--dim", type=int, default=384, help="embedding dimension (locomo: MiniLM's 384)")
     ap.add_argument("--ways", nargs="+", default=["graph", "exact"], choices=("graph", "narrow", "exact", "faiss", "hnswlib"),
                     help="graph as the store chooses, narrow: one look at the graph (no widening), exact: graph off; faiss, hnswlib: the peer at the store graph's lookup recall")
@@ -166,34 +194,39 @@ def main():
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     a = ap.parse_args()
     if a.queries < 50: ap.error("--queries: at least 50")
+    if a.warmup < 0: ap.error("--warmup: expected 0 or more queries")
     apply_knobs(a.knobs)
     log = lambda m: print(m, file=sys.stderr, flush=True)
     rows, load = [], [round(x, 2) for x in os.getloadavg()]
     for n in a.sizes:
         for shape in a.shapes:
             rng = np.random.default_rng([a.seed, n, SHAPES.index(shape)])
-            if shape == "locomo": V, Q = locomo_shape(n, a.queries, rng)
+            wrng = np.random.default_rng([a.seed, n, SHAPES.index(shape), 1])  # the warm-up's own: the measured queries stay as before
+            if shape == "locomo": V, Q, W = locomo_shape(n, a.queries, rng, a.warmup, wrng)
             else:
                 V = vectors(shape, n, a.dim, rng)
                 picks = rng.choice(n, a.queries, replace=False)
                 Q = unit(V[picks] + QUERY_NOISE[shape] * rng.standard_normal((a.queries, a.dim)) / np.sqrt(a.dim))
+                wp = wrng.choice(np.setdiff1d(np.arange(n), picks), a.warmup, replace=False)  # near other memories than the measured
+                W = unit(V[wp] + QUERY_NOISE[shape] * wrng.standard_normal((a.warmup, a.dim)) / np.sqrt(a.dim))
             with tempfile.TemporaryDirectory() as tmp:
                 log(f"{shape} {n:,}: building")
                 secs, target = build(Path(tmp) / "s", V, log=log), 0.95
                 for way in a.ways:
                     log(f"{shape} {n:,}: searching ({way})")
                     if way in ("faiss", "hnswlib"): r = peer(way, Path(tmp), V, Q, target)
-                    else: r = {**measure(Path(tmp) / "s", V, Q, way), "build_s": round(secs, 1)}
-                    if way == "graph": target = r["lookup@10"]
-                    rows.append({"shape": shape, "memories": n, "way": way, **r}); log(f"  {rows[-1]}")
+                    else: r = [{**x, "build_s": round(secs, 1)} for x in measure(Path(tmp) / "s", V, Q, way, W=W)]
+                    if way == "graph": target = r[0]["lookup@10"]
+                    for x in r if isinstance(r, list) else [r]: rows.append({"shape": shape, "memories": n, "way": way, **x}); log(f"  {rows[-1]}")
     load = {"before": load, "after": [round(x, 2) for x in os.getloadavg()]}
-    if a.json: print(json.dumps({"knobs": a.knobs, "queries": a.queries, "dim": a.dim, "load": load, "rows": rows})); return
-    print(f"queries {a.queries}, dim {a.dim}, knobs {a.knobs or 'none'}, load average {load['before']} → {load['after']}")
-    print(f"{'shape':12} {'memories':>9} {'way':7} {'same@10':>7} {'search@10':>9} {'p50 ms':>7} {'p95 ms':>7} {'lookup@10':>9} {'p50 ms':>7} {'p95 ms':>7} {'build s':>8}")
+    if a.json: print(json.dumps({"knobs": a.knobs, "queries": a.queries, "warmup": a.warmup, "dim": a.dim, "load": load, "rows": rows})); return
+    print(f"queries {a.queries}, warm-up {a.warmup}, dim {a.dim}, knobs {a.knobs or 'none'}, load average {load['before']} → {load['after']}")
+    print(f"{'shape':12} {'memories':>9} {'way':7} {'pass':7} {'guard est':>10} {'same@10':>7} {'search@10':>9} {'p50 ms':>7} {'p95 ms':>7} {'lookup@10':>9} {'p50 ms':>7} {'p95 ms':>7} {'build s':>8}")
+    gs = lambda r: (r.get("guard") or "–") + (" %.2f" % r["guard_estimate"] if r.get("guard_estimate") is not None else "")
     f = lambda r, key, w, d=3: f"{r[key]:>{w}.{d}f}" if key in r else f"{'–':>{w}}"
     for r in rows:
         way = r["way"] + (f" ef {r['ef']}" if "ef" in r else "")
-        print(f"{r['shape']:12} {r['memories']:>9,} {way:7} {f(r, 'same@10', 7)} {f(r, 'search@10', 9)} {f(r, 'p50_ms', 7, 2)} {f(r, 'p95_ms', 7, 2)} "
+        print(f"{r['shape']:12} {r['memories']:>9,} {way:7} {r.get('pass', ''):7} {gs(r):>10} {f(r, 'same@10', 7)} {f(r, 'search@10', 9)} {f(r, 'p50_ms', 7, 2)} {f(r, 'p95_ms', 7, 2)} "
               f"{f(r, 'lookup@10', 9)} {f(r, 'lookup_p50_ms', 7, 2)} {f(r, 'lookup_p95_ms', 7, 2)} {f(r, 'build_s', 8, 1)}")
 
 

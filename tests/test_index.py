@@ -96,7 +96,7 @@ def test_recall_guard_warns_and_widens_on_a_bad_graph(tmp_path):
     b = s._backend; b.save_index()
     bad = VectorIndex(64, connectivity=4, expansion_add=4); bad.add(b._seq[np.arange(3000)], b.index.E[:3000], threads=1)
     b.ann, b.ann.ef = bad, 1
-    b.ann.guard = RecallGuard(every=1, window=5)
+    b.ann.guard = RecallGuard(every=1, window=5, cost=float("inf"))   # judged on recall only (a graph of 3,000 is slower than their scan)
     from earmem.memory.backends.sqlite import WIDEN_MAX
     Q = _unit(rng, 6, 64)
     for q in Q[:4]: s.search(q, k=10, min_relevance=-1); assert b.ann.graph.expansion_search <= WIDEN_MAX    # unguarded: the widening stops at WIDEN_MAX
@@ -560,4 +560,35 @@ def test_recall_guard_falls_back_to_exact_scans_when_the_widest_list_fails(tmp_p
         got = s.search(q, k=10, min_relevance=-1).ids
         want = [f"m{i}" for i in np.argsort(-(V @ q), kind="stable")[:10]]
         assert set(got) == set(want), (got, want)
+    s.close()
+
+
+def test_recall_guard_learns_early_and_remembers_after_reopening(tmp_path, recwarn):
+    "Issue 42: a new graph's first searches are each checked exactly (not one in GUARD_EVERY), so a bad graph (4 links) under a guard that may double its list once, to a target the graph cannot hold, is given up within two windows of searches, not thousands (or sooner: at 3,000 rows the widened list is also slower than the scan); the store keeps the verdict beside its graph: closed and reopened, it answers with exact scans at once and checks nothing again."
+    from earmem.memory.index.graph import GUARD_FILE, GUARD_WINDOW, RecallGuard
+    rng = np.random.default_rng(12)
+    V = _unit(rng, 3000, 64)
+    s = _store(tmp_path / "s", 64); _force(s)
+    s.add_many([{"text": f"memory {i}", "kind": "fact", "id": f"m{i}", "entities": [f"e{i}"]} for i in range(3000)], embeddings=V)
+    b = s._backend; b.save_index()
+    bad = VectorIndex(64, connectivity=4, expansion_add=4); bad.add(b._seq[np.arange(3000)], b.index.E[:3000], threads=1)
+    bad.ef, bad.guard = 1, RecallGuard(target=0.999, most=2)     # the default sampling (one in 100 once settled) and window
+    b.ann = bad
+    Q = _unit(rng, 3 * GUARD_WINDOW, 64)
+    for n, q in enumerate(Q, 1):
+        s.search(q, k=10, min_relevance=-1)
+        if bad.guard.exact: break
+    assert bad.guard.exact and n <= 2 * GUARD_WINDOW and bad.guard.history[-1][2] == "exact", (n, bad.guard.history)   # (for its recall, or its cost)
+    assert sum("exact scans from now on" in str(w.message) for w in recwarn) == 1
+    seen = bad.guard.seen
+    s.close()                                                     # the bad graph is saved, its guard's verdict beside it
+    assert json.loads((tmp_path / "s" / GUARD_FILE).read_text())["exact"] is True
+    recwarn.clear()
+    s = _store(tmp_path / "s", 64); _force(s)
+    for q in Q[:5]:
+        got = s.search(q, k=10, min_relevance=-1).ids
+        assert set(got) == {f"m{i}" for i in np.argsort(-(V @ q), kind="stable")[:10]}, got
+    g = s._backend.ann.guard
+    assert s._backend.ann.graph.connectivity == 4 and g.exact and g.seen == seen and g.history[-1][2] == "exact", (g.seen, seen, g.history)
+    assert not [w for w in recwarn if "graph index" in str(w.message)]   # nothing re-learnt, nothing warned again
     s.close()

@@ -11,47 +11,83 @@ from fastcore.basics import patch
 from ...core import atomic_write_json
 
 # %% auto #0
-__all__ = ['GUARD_EVERY', 'GUARD_WINDOW', 'GUARD_TARGET', 'GUARD_MAX', 'INDEX_FILE', 'STAMP_FILE', 'CONNECTIVITY',
-           'EXPANSION_ADD', 'GRAPH_DTYPE', 'SEQUENTIAL_ROWS', 'EF_PER_ROWS', 'MIRROR_FILE', 'MIRROR_SEQ_FILE',
-           'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'VECTOR_LOG16', 'LOG_FORMATS', 'REF_SIZE', 'RecallGuard', 'VectorIndex',
-           'file_crc32', 'read_stamp', 'save_vectors', 'restore_vectors', 'fsync_dir', 'round_f16', 'VectorLog',
-           'log_format']
+__all__ = ['GUARD_EVERY', 'GUARD_WINDOW', 'GUARD_TARGET', 'GUARD_MAX', 'GUARD_COST', 'INDEX_FILE', 'STAMP_FILE', 'CONNECTIVITY',
+           'EXPANSION_ADD', 'GRAPH_DTYPE', 'SEQUENTIAL_ROWS', 'EF_PER_ROWS', 'GUARD_FILE', 'MIRROR_FILE',
+           'MIRROR_SEQ_FILE', 'MIRROR_STAMP_FILE', 'VECTOR_LOG', 'VECTOR_LOG16', 'LOG_FORMATS', 'REF_SIZE',
+           'RecallGuard', 'VectorIndex', 'read_stamp', 'read_guard', 'keep_guard', 'file_crc32', 'save_vectors',
+           'restore_vectors', 'fsync_dir', 'round_f16', 'VectorLog', 'log_format']
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #894c0a1c
-GUARD_EVERY, GUARD_WINDOW = 100, 20  # one search in GUARD_EVERY is checked exactly; the estimate is the mean of the last GUARD_WINDOW checks
+GUARD_EVERY, GUARD_WINDOW = 100, 20  # one search in GUARD_EVERY is checked exactly (every one until a window is full); the estimate is the mean of the last GUARD_WINDOW checks
 GUARD_TARGET, GUARD_MAX = 0.95, 8    # the recall@K the guard holds the graph to; the most it multiplies the search list by
+GUARD_COST = 1.0  # a widened graph whose lookup takes this many times the exact scan's (median of a window) is given up
 
 class RecallGuard:
-    "An online estimate of a graph's recall from exact checks of a sample of searches; below `target` it warns and doubles `factor` (the search list's multiplier), up to `most`."
-    def __init__(self, every: int = GUARD_EVERY, window: int = GUARD_WINDOW, target: float = GUARD_TARGET, most: int = GUARD_MAX):
-        self.every, self.window, self.target, self.most = every, window, target, most
+    "An online estimate of a graph's recall (and cost) from exact checks of its searches (all until a window is full, then a sample); below `target` it warns and doubles `factor` (the search list's multiplier), up to `most`."
+    def __init__(self, every: int = GUARD_EVERY, window: int = GUARD_WINDOW, target: float = GUARD_TARGET, most: int = GUARD_MAX, cost: float = GUARD_COST):
+        self.every, self.window, self.target, self.most, self.cost = every, window, target, most, cost
         self.seen, self.factor, self.checks, self.history = 0, 1, [], []  # history: (searches seen, estimate, new factor) of each widening
-        self.exact = False  # the longest list did not hold the target either: the caller answers with exact scans
+        self.costs = []  # per check: the graph's lookup time over the exact scan's (when the caller timed them)
+        self.exact = False  # the graph was given up (the longest list missed the target, or a longer one was slower than a scan): the caller answers with exact scans
+        self.settled = False  # a full window judged the current list: one search in `every` is checked, not each one
+        self.sink = None  # called with `state()` after each check that counts (chapter 20b's store keeps it beside the graph)
 
     def due(self) -> bool:
-        "Count a search; True for the one in `every` to check exactly."
+        "Count a search; True when it is to be checked exactly: each one until a window is full (a new graph, or a widened list), then one in `every`."
         self.seen += 1
-        return self.every > 0 and self.seen % self.every == 0
-
-    def record(self, got: np.ndarray, exact: np.ndarray) -> float:
-        "One check: recall of the graph's top K (their exact cosines `got`) against the exact top K (`exact`), ties either way; widens when the window's mean is below target. Returns the check's recall."
-        got, exact = np.asarray(got, np.float64), np.asarray(exact, np.float64)
-        r = float(np.count_nonzero(got >= exact.min() - 1e-6)) / max(1, len(exact)) if len(exact) else 1.0
-        self.checks = (self.checks + [min(r, 1.0)])[-self.window:]
-        if len(self.checks) == self.window and (est := float(np.mean(self.checks))) < self.target and self.factor < self.most:
-            self.factor = min(self.most, 2 * self.factor); self.checks = []; self.history.append((self.seen, est, self.factor))
-            warnings.warn(f"graph index: recall@{len(exact)} estimated at {est:.3f} over the last {self.window} checked searches "
-                          f"(target {self.target}); searching with a {self.factor}× longer candidate list", RuntimeWarning, stacklevel=3)
-        elif len(self.checks) == self.window and est < self.target and not self.exact:   # widest already: the graph cannot hold it
-            self.exact = True; self.history.append((self.seen, est, "exact"))
-            warnings.warn(f"graph index: recall@{len(exact)} estimated at {est:.3f} with a {self.factor}× longer list (target "
-                          f"{self.target}); answering with exact scans from now on (slower, exact)", RuntimeWarning, stacklevel=3)
-        return r
+        return self.every > 0 and not self.exact and (not self.settled or self.seen % self.every == 0)
 
     @property
     def estimate(self) -> float | None:
         "The mean recall of the checks since the last widening (None before the first)."
         return float(np.mean(self.checks)) if self.checks else None
+
+# %% ../../../nbs/memory/index/19a_graph.ipynb #67760d94
+@patch
+def record(self: RecallGuard, got: np.ndarray, exact: np.ndarray, spent: tuple | None = None) -> float:
+    "One check: recall of the graph's top K (their exact cosines `got`) against the exact top K (`exact`), ties either way; `spent`: (seconds of the graph's lookup, of the exact scan). A full window below target widens the list; at the widest list, or when a widened list's lookup took `cost` times the scan's or longer (median), the graph is given up. Returns the check's recall."
+    got, exact = np.asarray(got, np.float64), np.asarray(exact, np.float64)
+    r = float(np.count_nonzero(got >= exact.min() - 1e-6)) / max(1, len(exact)) if len(exact) else 1.0
+    self.checks = (self.checks + [min(r, 1.0)])[-self.window:]
+    if spent is not None: self.costs = (self.costs + [float(spent[0]) / max(float(spent[1]), 1e-9)])[-self.window:]
+    est = float(np.mean(self.checks)) if len(self.checks) == self.window else None
+    slow = float(np.median(self.costs)) if est is not None and self.factor > 1 and len(self.costs) == self.window and np.median(self.costs) >= self.cost else None  # widened, and dearer than a scan
+    if est is None or self.exact: self.settled = self.settled or self.exact
+    elif slow is not None: self._give_up(est, len(exact), f"and the graph's lookup taking {slow:.1f}× an exact scan's")
+    elif est >= self.target: self.settled = True
+    elif self.factor < self.most:   # too low: a longer list, judged afresh (each search checked again)
+        self.factor = min(self.most, 2 * self.factor); self.checks, self.costs, self.settled = [], [], False; self.history.append((self.seen, est, self.factor))
+        warnings.warn(f"graph index: recall@{len(exact)} estimated at {est:.3f} over the last {self.window} checked searches "
+                      f"(target {self.target}); searching with a {self.factor}× longer candidate list", RuntimeWarning, stacklevel=3)
+    else: self._give_up(est, len(exact), f"with a {self.factor}× longer list (target {self.target})")   # widest already: the graph cannot hold it
+    if self.sink is not None and (self.settled or not self.checks): self.sink(self.state())   # a verdict, or a check after one
+    return r
+
+@patch
+def _give_up(self: RecallGuard, est: float, K: int, why: str):
+    "Answer with exact scans from now on, saying why once."
+    self.exact = self.settled = True; self.history.append((self.seen, est, "exact"))
+    warnings.warn(f"graph index: recall@{K} estimated at {est:.3f} {why}; answering with exact scans from now on (exact)", RuntimeWarning, stacklevel=4)
+
+# %% ../../../nbs/memory/index/19a_graph.ipynb #f130483f
+@patch
+def state(self: RecallGuard) -> dict:
+    "What the guard has learnt of its graph, as JSON-able values (`load` takes it back)."
+    return {"factor": self.factor, "exact": self.exact, "settled": self.settled, "seen": self.seen,
+            "checks": list(self.checks), "costs": list(self.costs), "history": [list(h) for h in self.history]}
+
+@patch
+def load(self: RecallGuard, state: dict) -> RecallGuard:
+    "Take up a saved `state`; one that cannot be read leaves the guard as it is (fresh: it calibrates again). Returns the guard."
+    try:
+        factor, exact, settled, seen = int(state["factor"]), state["exact"], state["settled"], int(state["seen"])
+        checks, history = [float(c) for c in state["checks"]], [tuple(h) for h in state["history"]]
+        costs = [float(c) for c in state.get("costs", [])]
+    except (KeyError, TypeError, ValueError): return self
+    if not (isinstance(exact, bool) and isinstance(settled, bool) and factor >= 1 and seen >= 0 and all(0 <= c <= 1 for c in checks)): return self
+    self.factor, self.exact, self.settled, self.seen = min(factor, self.most), exact, settled, seen
+    self.checks, self.costs, self.history = checks[-self.window:], costs[-self.window:], history
+    return self
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #f0e09212
 INDEX_FILE = "vectors.usearch"  # the graph, in the store folder
@@ -136,6 +172,30 @@ def search_many(self: VectorIndex, Q: np.ndarray, k: int, threads: int = 0) -> n
     keys[np.arange(keys.shape[1])[None, :] >= counts] = -1
     return np.pad(keys, ((0, 0), (0, k - keys.shape[1])), constant_values=-1)
 
+# %% ../../../nbs/memory/index/19a_graph.ipynb #05c81346
+GUARD_FILE = "vectors.usearch.guard.json"  # the recall guard's state, beside the graph it judged (tagged with the graph's checksum)
+
+def read_stamp(folder: Path) -> dict | None:
+    "The stamp of the graph in `folder`, or None when it is missing or unreadable."
+    try: stamp = json.loads((Path(folder) / STAMP_FILE).read_text())
+    except (OSError, ValueError): return None
+    return stamp if isinstance(stamp, dict) and {"rev", "count", "bytes", "dim", "dtype"} <= set(stamp) else None
+
+def read_guard(folder: Path, stamp: dict) -> dict | None:
+    "The saved guard state of the graph of `stamp` in `folder`, or None when missing, unreadable or another graph's."
+    try: got = json.loads((Path(folder) / GUARD_FILE).read_text())
+    except (OSError, ValueError): return None
+    return got if isinstance(got, dict) and "crc32" in stamp and got.get("crc32") == stamp["crc32"] else None
+
+def keep_guard(vi: VectorIndex, folder: Path, crc: int):
+    "Have the guard of `vi` (whose graph has checksum `crc` in `folder`) write its state there after each check that counts; it stops when another graph replaced it there, or the folder cannot be written (a reader: the guard lives in memory)."
+    path = Path(folder) / GUARD_FILE
+    def sink(state: dict):
+        if (read_stamp(folder) or {}).get("crc32") != crc: vi.guard.sink = None; return
+        try: atomic_write_json(path, {"crc32": crc, **state})
+        except OSError: vi.guard.sink = None
+    vi.guard.sink = sink
+
 # %% ../../../nbs/memory/index/19a_graph.ipynb #1661b9f5
 def file_crc32(path: Path, chunk: int = 1 << 24) -> int:
     "zlib's CRC-32 of the file at `path`, read in chunks of `chunk` bytes."
@@ -154,19 +214,14 @@ def save(self: VectorIndex, folder: Path, rev: int) -> dict:
     os.replace(tmp, path)
     stamp = {"rev": int(rev), "count": len(self.graph), "bytes": path.stat().st_size, "dim": self.dim, "dtype": self.dtype, "crc32": crc}
     atomic_write_json(folder / STAMP_FILE, stamp)
+    keep_guard(self, folder, crc); self.guard.sink(self.guard.state())   # the guard goes on with its graph (a new one: fresh)
     if self.viewed: self.path = path  # a view keeps its own (now unlinked) file mapped; later loads read the new one
     return stamp
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #db44197b
-def read_stamp(folder: Path) -> dict | None:
-    "The stamp of the graph in `folder`, or None when it is missing or unreadable."
-    try: stamp = json.loads((Path(folder) / STAMP_FILE).read_text())
-    except (OSError, ValueError): return None
-    return stamp if isinstance(stamp, dict) and {"rev", "count", "bytes", "dim", "dtype"} <= set(stamp) else None
-
 @patch(cls_method=True)
-def restore(cls: VectorIndex, folder: Path, dim: int) -> tuple:
-    "(memory-mapped `VectorIndex`, stamp) of the graph in `folder`, or (None, why) when it is missing, damaged, corrupt or does not match its stamp."
+def restore(cls: VectorIndex, folder: Path, dim: int, keep: bool = True) -> tuple:
+    "(memory-mapped `VectorIndex` with its saved recall guard, stamp) of the graph in `folder`, or (None, why) when it is missing, damaged, corrupt or does not match its stamp; `keep`: the guard saves what it learns there."
     from usearch.index import Index
     folder, stamp = Path(folder), read_stamp(folder)
     path = folder / INDEX_FILE
@@ -178,6 +233,8 @@ def restore(cls: VectorIndex, folder: Path, dim: int) -> tuple:
     except (ValueError, RuntimeError, OSError): graph = None
     if graph is None or graph.ndim != dim or len(graph) != stamp["count"]: return None, "corrupt"
     vi = cls(dim, stamp["dtype"]); vi.graph, vi.viewed, vi.path = graph, True, path
+    if (saved := read_guard(folder, stamp)) is not None: vi.guard.load(saved)   # none (an older earmem, another graph's): fresh
+    if keep: keep_guard(vi, folder, stamp["crc32"])
     return vi, stamp
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #958dce85

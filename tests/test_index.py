@@ -541,15 +541,21 @@ def test_entity_scoped_dedupe_decides_like_the_exact_rule(tmp_path):
     s.close()
 
 
-def test_recall_guard_falls_back_to_exact_scans_when_the_widest_list_fails(tmp_path):
-    "Issue 42: a graph that stays below the target at the guard's widest list is given up — later searches are exact scans, and the answer is the exact one."
-    from earmem.memory.index.graph import RecallGuard
-    rng = np.random.default_rng(11)
+def _bad_graph_store(tmp_path, seed: int) -> tuple:
+    "(rng, a store of 3,000 random 64-d memories forced onto its graph, its backend, a bad graph (4 links) of the same vectors, the vectors)."
+    rng = np.random.default_rng(seed)
     V = _unit(rng, 3000, 64)
     s = _store(tmp_path / "s", 64); _force(s)
     s.add_many([{"text": f"memory {i}", "kind": "fact", "id": f"m{i}", "entities": [f"e{i}"]} for i in range(3000)], embeddings=V)
     b = s._backend; b.save_index()
     bad = VectorIndex(64, connectivity=4, expansion_add=4); bad.add(b._seq[np.arange(3000)], b.index.E[:3000], threads=1)
+    return rng, s, b, bad, V
+
+
+def test_recall_guard_falls_back_to_exact_scans_when_the_widest_list_fails(tmp_path):
+    "Issue 42: a graph that stays below the target at the guard's widest list is given up — later searches are exact scans, and the answer is the exact one."
+    from earmem.memory.index.graph import RecallGuard
+    rng, s, b, bad, V = _bad_graph_store(tmp_path, 11)
     b.ann, b.ann.ef = bad, 1
     b.ann.guard = RecallGuard(every=1, window=3, target=0.999, most=1)   # no widening to try: the first bad window gives up
     Q = _unit(rng, 8, 64)
@@ -566,12 +572,7 @@ def test_recall_guard_falls_back_to_exact_scans_when_the_widest_list_fails(tmp_p
 def test_recall_guard_learns_early_and_remembers_after_reopening(tmp_path, recwarn):
     "Issue 42: a new graph's first searches are each checked exactly (not one in GUARD_EVERY), so a bad graph (4 links) under a guard that may double its list once, to a target the graph cannot hold, is given up within two windows of searches, not thousands (or sooner: at 3,000 rows the widened list is also slower than the scan); the store keeps the verdict beside its graph: closed and reopened, it answers with exact scans at once and checks nothing again."
     from earmem.memory.index.graph import GUARD_FILE, GUARD_WINDOW, RecallGuard
-    rng = np.random.default_rng(12)
-    V = _unit(rng, 3000, 64)
-    s = _store(tmp_path / "s", 64); _force(s)
-    s.add_many([{"text": f"memory {i}", "kind": "fact", "id": f"m{i}", "entities": [f"e{i}"]} for i in range(3000)], embeddings=V)
-    b = s._backend; b.save_index()
-    bad = VectorIndex(64, connectivity=4, expansion_add=4); bad.add(b._seq[np.arange(3000)], b.index.E[:3000], threads=1)
+    rng, s, b, bad, V = _bad_graph_store(tmp_path, 12)
     bad.ef, bad.guard = 1, RecallGuard(target=0.999, most=2)     # the default sampling (one in 100 once settled) and window
     b.ann = bad
     Q = _unit(rng, 3 * GUARD_WINDOW, 64)

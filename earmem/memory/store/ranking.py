@@ -101,7 +101,12 @@ _SPEAKER = re.compile(r"^[^:\n]{1,40}:\s+")  # a chat turn's "name: " (chapter 2
 
 def says_change(h) -> bool:
     "Whether hit `h` says that something changed, ended or was corrected (chapter 18a's claim frame: 'moved to', 'no longer', 'cancelled', 'now', 'sorry, it's May 5, not May 3'); one that says it adds ('also') does not."
-    text = _SPEAKER.sub("", h.text, count=1) if h.kind == "episode" else h.text
+    return _says_change(h.text, h.kind == "episode")
+
+@lru_cache(maxsize=8192)
+def _says_change(text: str, episode: bool) -> bool:
+    "`says_change` of one memory's text (a chat turn's 'name: ' dropped), parsed once per text."
+    text = _SPEAKER.sub("", text, count=1) if episode else text
     if _ADDS.search(text): return False
     c = claim_frame(text)
     return bool(c.change or c.correction or c.terminate)
@@ -111,8 +116,7 @@ def newer_on_topic(hits: list, order: list, vectors: np.ndarray, formed: list, s
     order = list(order)
     if similarity is None or len(hits) < 2: return order
     pairs = [(i, j) for i in range(len(hits)) for j in range(len(hits)) if formed[j][0] > formed[i][0]]
-    changes = {j: says_change(hits[j]) for j in {j for _, j in pairs}}
     for i, j in sorted(pairs, key=lambda p: (order.index(p[0]), order.index(p[1]))):
-        a, b = order.index(i), order.index(j)
-        if b > a and changes[j] and float(vectors[i] @ vectors[j]) >= similarity: order.insert(a, order.pop(b))
+        a, b = order.index(i), order.index(j)   # the cheap tests first: the claim frame is parsed only for a candidate move
+        if b > a and float(vectors[i] @ vectors[j]) >= similarity and says_change(hits[j]): order.insert(a, order.pop(b))
     return order

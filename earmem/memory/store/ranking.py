@@ -12,8 +12,8 @@ from ..rules.claims import claim_frame
 from ..rules.hygiene import entities_overlap
 
 # %% auto #0
-__all__ = ['SESSION_POOL', 'SESSION_BETA', 'row_sessions', 'best_of_pool', 'same_fact_lift', 'session_lift', 'mark_conflicts',
-           'newer_first', 'says_change', 'newer_on_topic']
+__all__ = ['SESSION_POOL', 'SESSION_BETA', 'CHANGE_HITS', 'row_sessions', 'best_of_pool', 'same_fact_lift', 'session_lift',
+           'mark_conflicts', 'newer_first', 'says_change', 'newer_on_topic']
 
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #a2e1c0d7
 SESSION_POOL = 3  # a store whose candidates carry sessions ranks SESSION_POOL·K of them (frozen score + session lift), keeps K
@@ -111,12 +111,15 @@ def _says_change(text: str, episode: bool) -> bool:
     c = claim_frame(text)
     return bool(c.change or c.correction or c.terminate)
 
+CHANGE_HITS = 50  # the change order looks at a search's first this many hits (bounded work; the rest keep their ranks)
+
 def newer_on_topic(hits: list, order: list, vectors: np.ndarray, formed: list, similarity: float | None) -> list:
-    "`order` (positions of `hits`) with each newer hit that says a change moved just above an older one about the same thing (cosine of their unit `vectors` ≥ `similarity`; None: off; `formed`: (time, row) of each hit). Only the order changes."
-    order = list(order)
-    if similarity is None or len(hits) < 2: return order
-    pairs = [(i, j) for i in range(len(hits)) for j in range(len(hits)) if formed[j][0] > formed[i][0]]
+    "`order` (positions of `hits`) with each newer hit that says a change moved just above an older one about the same thing (cosine of their unit `vectors` ≥ `similarity`; None: off; `formed`: (time, row) of each hit), among the first `CHANGE_HITS`. Only the order changes."
+    order, rest = list(order[:CHANGE_HITS]), list(order[CHANGE_HITS:])
+    if similarity is None or len(order) < 2: return order + rest
+    pairs = [(i, j) for i in order for j in order if formed[j][0] > formed[i][0]]
     for i, j in sorted(pairs, key=lambda p: (order.index(p[0]), order.index(p[1]))):
         a, b = order.index(i), order.index(j)   # the cheap tests first: the claim frame is parsed only for a candidate move
         if b > a and float(vectors[i] @ vectors[j]) >= similarity and says_change(hits[j]): order.insert(a, order.pop(b))
-    return order
+    return order + rest
+

@@ -117,8 +117,8 @@ def newer_on_topic(hits: list, order: list, vectors: np.ndarray, formed: list, s
     "`order` (positions of `hits`) with each newer hit that says a change moved just above an older one about the same thing (cosine of their unit `vectors` ≥ `similarity`; None: off; `formed`: (time, row) of each hit), among the first `CHANGE_HITS`. Only the order changes."
     order, rest = list(order[:CHANGE_HITS]), list(order[CHANGE_HITS:])
     if similarity is None or len(order) < 2: return order + rest
-    pairs = [(i, j) for i in order for j in order if formed[j][0] > formed[i][0]]
-    for i, j in sorted(pairs, key=lambda p: (order.index(p[0]), order.index(p[1]))):
+    pairs = [(i, j) for i in order for j in order if formed[j][0] > formed[i][0]]   # older before newer, in rank order
+    for i, j in pairs:
         a, b = order.index(i), order.index(j)   # the cheap tests first: the claim frame is parsed only for a candidate move
         if b > a and float(vectors[i] @ vectors[j]) >= similarity and says_change(hits[j]): order.insert(a, order.pop(b))
     return order + rest

@@ -16,11 +16,11 @@ from ..experiments.evaluation import carve_dev
 from ..memory import MemoryStore, StoreConfig
 
 # %% auto #0
-__all__ = ['STUDY_LEVELS', 'STUDY_CONFIG', 'POOL_HOWS', 'query_split', 'conversation_split', 'study_split', 'study_stores',
-           'score_store', 'teach_store', 'teach_stores', 'shared_learner', 'percent', 'question_stream', 'study_run',
-           'mean_std', 'summarise', 'store_study', 'format_store_study', 'consolidate_stores', 'consolidated_run',
-           'consolidated_study', 'format_consolidated', 'PoolStores', 'study_pool', 'consolidate_study_pool',
-           'pooled_run', 'pooled_study', 'format_pooled', 'study_benchmark', 'main']
+__all__ = ['STUDY_LEVELS', 'STUDY_CONFIG', 'POOL_HOWS', 'query_split', 'conversation_split', 'study_split', 'study_levels',
+           'study_stores', 'score_store', 'teach_store', 'teach_stores', 'shared_learner', 'percent', 'question_stream',
+           'study_run', 'mean_std', 'summarise', 'store_study', 'format_store_study', 'consolidate_stores',
+           'consolidated_run', 'consolidated_study', 'format_consolidated', 'PoolStores', 'study_pool',
+           'consolidate_study_pool', 'pooled_run', 'pooled_study', 'format_pooled', 'study_benchmark', 'main']
 
 # %% ../../nbs/cli/31a_store_study.ipynb #0200184c
 def query_split(bench: Benchmark, test_size: float = 0.2, dev_size: float = 0.2, dev_seed: int = 12) -> dict:
@@ -48,6 +48,15 @@ def study_split(bench: Benchmark, level: str = "query", test_size: float = 0.2, 
     if level == "query": return query_split(bench, test_size, dev_size)
     if level == "conversation": return conversation_split(bench, test_size, dev_size)
     raise ValueError(f"level: expected one of {STUDY_LEVELS}, got {level!r}")
+
+def study_levels(bench: Benchmark, levels: Sequence[str], log: Callable, runs: Callable) -> dict:
+    "Per level: its split (logged) and `runs(split, level)`, the seeds' results: the loop every study of this chapter shares."
+    out = {}
+    for level in levels:
+        split = study_split(bench, level)
+        log(f"{level} split: train {len(split['train'])}, dev {len(split['dev'])}, test {len(split['test'])} questions")
+        out[level] = {"runs": runs(split, level)}
+    return out
 
 # %% ../../nbs/cli/31a_store_study.ipynb #08b9b599
 def study_stores(bench: Benchmark, folder, encoder: Encoder, config: StoreConfig, banks: Sequence[str]) -> dict:
@@ -229,13 +238,9 @@ def consolidated_study(levels: Sequence[str] = STUDY_LEVELS, seeds: int = 1, ben
     "The study with the consolidated column: every level × `seeds` seeds of `consolidated_run` on LoCoMo, and the table; `pooled`: one model on every taught store's log (chosen on dev), else one per store."
     bench = bench if bench is not None else load_locomo(with_date=True)
     encoder = encoder if encoder is not None else Encoder(progress=progress)
-    out = {}
-    for level in levels:
-        split = study_split(bench, level)
-        log(f"{level} split: train {len(split['train'])}, dev {len(split['dev'])}, test {len(split['test'])} questions")
-        runs = [consolidated_run(bench, encoder, split, s, STUDY_CONFIG, 5, shared=level == "conversation", progress=progress,
-                                pooled=pooled) for s in range(seeds)]
-        out[level] = {"runs": runs}
+    out = study_levels(bench, levels, log, lambda split, level: [
+        consolidated_run(bench, encoder, split, s, STUDY_CONFIG, 5, shared=level == "conversation", progress=progress, pooled=pooled)
+        for s in range(seeds)])
     return {"benchmark": bench.name, "seeds": seeds, "encoder": encoder.model_id, "levels": out, "table": format_consolidated(out)}
 
 def format_consolidated(levels: dict) -> str:
@@ -301,13 +306,10 @@ def pooled_study(levels: Sequence[str] = STUDY_LEVELS, seeds: int = 1, first_see
     "`consolidated_study` through the pool: every level × seeds `first_seed`… of `pooled_run`, and the table."
     bench = bench if bench is not None else load_locomo(with_date=True)
     encoder = encoder if encoder is not None else Encoder(progress=progress)
-    out = {}
-    for level in levels:
-        split = study_split(bench, level)
-        log(f"{level} split: train {len(split['train'])}, dev {len(split['dev'])}, test {len(split['test'])} questions")
-        out[level] = {"runs": [pooled_run(bench, encoder, split, s, STUDY_CONFIG, 5, shared=level == "conversation", progress=progress, how=how)
-                               for s in range(first_seed, first_seed + check_positive_int(seeds, "seeds"))]}
-    return {"benchmark": bench.name, "seeds": list(range(first_seed, first_seed + seeds)), "how": how, "encoder": encoder.model_id,
+    seeds = range(first_seed, first_seed + check_positive_int(seeds, "seeds"))
+    out = study_levels(bench, levels, log, lambda split, level: [
+        pooled_run(bench, encoder, split, s, STUDY_CONFIG, 5, shared=level == "conversation", progress=progress, how=how) for s in seeds])
+    return {"benchmark": bench.name, "seeds": list(seeds), "how": how, "encoder": encoder.model_id,
             "levels": out, "table": format_pooled(out)}
 
 def format_pooled(levels: dict) -> str:

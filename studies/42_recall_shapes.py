@@ -169,6 +169,27 @@ def peer(name: str, folder: Path, V: np.ndarray, Q: np.ndarray, target: float, k
             "lookup_p95_ms": round(1000 * float(np.percentile(ts, 95)), 2), "reached": bool(np.mean(rec) >= target), "build_s": round(secs, 1)}
 
 
+def kept(keep: Path | None, name: str):
+    "The folder to build a store in: `keep/name` (kept, made if missing) with `--keep`, else a temporary folder (removed after)."
+    import contextlib
+    if keep is None: return tempfile.TemporaryDirectory()
+    (keep / name).mkdir(parents=True, exist_ok=True)
+    return contextlib.nullcontext(str(keep / name))
+
+
+def stored(folder: Path, V: np.ndarray, shape: str, n: int, log) -> float:
+    "Build the store of `V` in `folder` unless a finished build of the same vectors is there (its `built.json`: size and a checksum of `V`); the build's seconds."
+    mark, sig = folder.parent / "built.json", {"memories": len(V), "dim": V.shape[1], "sum": float(np.round(V.astype(np.float64).sum(), 6))}
+    if mark.exists() and {k: v for k, v in json.loads(mark.read_text()).items() if k != "build_s"} == sig:
+        log(f"{shape} {n:,}: reusing the store kept in {folder}"); return json.loads(mark.read_text())["build_s"]
+    if folder.exists(): import shutil; shutil.rmtree(folder)
+    mark.unlink(missing_ok=True)
+    log(f"{shape} {n:,}: building in {folder}")
+    secs = build(folder, V, log=log)
+    mark.write_text(json.dumps({**sig, "build_s": round(secs, 1)}))
+    return secs
+
+
 def apply_knobs(knobs: list):
     "Set module constants for an experiment: 'sqlite.OVERSAMPLE=8' → earmem.memory.backends.sqlite.OVERSAMPLE = 8; 'graph.X' → earmem.memory.index.graph.X."
     where = {"sqlite": "earmem.memory.backends.sqlite", "graph": "earmem.memory.index.graph", "mirror": "earmem.memory.index.mirror"}
@@ -192,6 +213,7 @@ def main():
     ap.add_argument("--set", dest="knobs", nargs="*", default=[], help="module constants for an experiment, e.g. sqlite.OVERSAMPLE=8")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ap.add_argument("--keep", type=Path, default=None, help="a folder to keep the built stores in (one per shape, size, seed and dim) and reuse them on a later run; default: a temporary folder, removed")
     a = ap.parse_args()
     if a.queries < 50: ap.error("--queries: at least 50")
     if a.warmup < 0: ap.error("--warmup: expected 0 or more queries")
@@ -209,9 +231,8 @@ def main():
                 Q = unit(V[picks] + QUERY_NOISE[shape] * rng.standard_normal((a.queries, a.dim)) / np.sqrt(a.dim))
                 wp = wrng.choice(np.setdiff1d(np.arange(n), picks), a.warmup, replace=False)  # near other memories than the measured
                 W = unit(V[wp] + QUERY_NOISE[shape] * wrng.standard_normal((a.warmup, a.dim)) / np.sqrt(a.dim))
-            with tempfile.TemporaryDirectory() as tmp:
-                log(f"{shape} {n:,}: building")
-                secs, target = build(Path(tmp) / "s", V, log=log), 0.95
+            with kept(a.keep, f"{shape}-{n}-seed{a.seed}-dim{a.dim if shape != 'locomo' else 384}") as tmp:
+                secs, target = stored(Path(tmp) / "s", V, shape, n, log), 0.95
                 for way in a.ways:
                     log(f"{shape} {n:,}: searching ({way})")
                     if way in ("faiss", "hnswlib"): r = peer(way, Path(tmp), V, Q, target)

@@ -39,7 +39,10 @@ for way in a.ways:
     ts, tl = [], []
     for q in Q[a.warmup:]:
         t0 = time.perf_counter(); s.search(q, k=10, min_relevance=-1); ts.append(time.perf_counter() - t0)
+        g = b.ann.guard if b.ann is not None else None
+        if g is not None: g.due = lambda: False   # the lookup is not one of the guard's checks
         t0 = time.perf_counter(); b.candidates(q, 20); tl.append(time.perf_counter() - t0)
+        if g is not None: del g.due
     g = b.ann.guard if b.ann is not None else None
     print(f"== {way}: {n:,} memories, search() p50 {1000 * np.median(ts):.2f} ms, candidates(q, 20) p50 {1000 * np.median(tl):.2f} ms"
           + (f", guard x{g.factor} exact={g.exact} est={g.estimate}" if g is not None and way == "graph" else ""))

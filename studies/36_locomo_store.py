@@ -9,6 +9,7 @@ Also counted (chat): claims stored, claims superseded by a later claim, pairs th
 
     EARMEM_DATA=../shared/data python studies/36_locomo_store.py --split fit            # where choices are made
     EARMEM_DATA=../shared/data python studies/36_locomo_store.py --split test --json out.json   # report once
+    EARMEM_DATA=../shared/data python studies/36_locomo_store.py --split fit --only chat --config '{"change_recall": null}'   # a step off
 Run it on two checkouts (PYTHONPATH=that checkout) to compare before and after a change.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 
-def chat_stream(bench, enc, questions, k: int = 5, progress: bool = False) -> dict:
+def chat_stream(bench, enc, questions, k: int = 5, progress: bool = False, config=None) -> dict:
     from earmem.core import hit_at_k, recall_at_k
     from earmem.memory import MemoryStore
     turns, pairs, counts, t0 = bench.banks("episodic"), [], Counter(), time.time()
@@ -25,7 +26,7 @@ def chat_stream(bench, enc, questions, k: int = 5, progress: bool = False) -> di
     with tempfile.TemporaryDirectory(prefix="locomo36-") as d:
         for n, b in enumerate(banks):
             ms, gold_of = turns[b], {}
-            with MemoryStore(Path(d) / b, encoder=enc) as st:
+            with MemoryStore(Path(d) / b, encoder=enc, config=config) as st:
                 for sess in dict.fromkeys(m.metadata["session"] for m in ms):
                     part = [m for m in ms if m.metadata["session"] == sess]
                     msgs = [{"role": "user", "name": m.metadata["speaker"], "content": m.text.split(": ", 1)[-1], "timestamp": m.timestamp}
@@ -53,6 +54,7 @@ def main(argv=None):
     ap.add_argument("--only", default="turns,chat", help="comma-separated: turns, chat")
     ap.add_argument("--json", metavar="OUT", help="write the figures to OUT")
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--config", default="{}", help='the chat stores\' StoreConfig overrides as JSON, e.g. \'{"change_recall": null}\' (default: the defaults)')
     a = ap.parse_args(argv)
     from earmem.core import Encoder
     from earmem.experiments.data import load_locomo
@@ -70,7 +72,7 @@ def main(argv=None):
         out["turns"] = dict(recall=round(got["recall"], 1), hit=round(got["hit"], 1), n=got["n"], seconds=round(time.time() - t))
         print(json.dumps({"turns": out["turns"]}), flush=True)
     if "chat" in a.only:
-        got = chat_stream(bench, enc, qs, progress=a.progress)
+        got = chat_stream(bench, enc, qs, progress=a.progress, config=StoreConfig(**json.loads(a.config)))
         out["chat"] = {**got, "recall": round(got["recall"], 1), "hit": round(got["hit"], 1)}
         print(json.dumps({"chat": out["chat"]}), flush=True)
     if a.json: Path(a.json).write_text(json.dumps(out, indent=1))

@@ -266,3 +266,19 @@ def test_structured_llm_extractor_falls_back_to_the_rules_on_any_failure(tmp_pat
         r = st.add_messages(CHAT, session="s1", timestamp="2026-03-04T09:00:00Z", extract=ex)
         assert ex.failures == 1 and ex.problem.startswith(why), ex.problem
         assert [t for _, t, _ in r.memories] == ["The team standup is at 4pm", "Dana is flying to Lisbon on 2026-03-05", "The team standup is at 3pm"]
+
+
+def test_a_reply_that_says_nothing_never_leads_the_turn_it_answers(tmp_path):
+    "Issue 36 (22a's replies_after_turns): an assistant 'Congratulations!' that matches the question best is returned below the user turn it answers (brought in from under the floor); a reply with words of its own keeps its rank; off, the reply leads."
+    chat = [{"role": "user", "content": "I work at Pied Piper as a site manager."}, {"role": "assistant", "content": "Noted, Pied Piper."},
+            {"role": "user", "content": "I just started a new job at Soylent."}, {"role": "assistant", "content": "Congratulations!"},
+            {"role": "user", "content": "Any pasta idea?"}, {"role": "assistant", "content": "Congratulations pasta: aglio e olio."}]
+    got = {}
+    for on in (True, None):
+        with MemoryStore(tmp_path / f"s{on}", encoder=HashingEncoder(256), config=StoreConfig(replies_after_turns=on, retriever="dense")) as st:
+            st.add_messages(chat, session="s1", timestamp="2026-03-04T09:00:00Z", extract=False)
+            got[on] = [h.text for h in st.search("Congratulations!", k=3)]
+    assert got[None][0] == "assistant: Congratulations!" and "user: I just started a new job at Soylent." not in got[None]
+    assert got[True][:2] == ["user: I just started a new job at Soylent.", "assistant: Congratulations!"]
+    assert "assistant: Congratulations pasta: aglio e olio." in got[True]   # words of its own: kept, not moved below 'Any pasta idea?'
+    assert "user: Any pasta idea?" not in got[True]

@@ -836,3 +836,35 @@ def test_the_change_order_never_changes_which_memories_a_search_returns(tmp_path
                 assert any(lead.timestamp > h.timestamp for h in off[:off.ids.index(lead.id)]), (q, on.ids, off.ids)
     finally:
         for s in stores: s.close()
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(SUBJECTS), st.sampled_from(SAYINGS), st.sampled_from(VALUES)), min_size=2, max_size=14),
+       st.integers(1, 6))
+def test_a_change_under_the_floor_is_only_ever_added(tmp_path_factory, said, k):
+    "Issue 36 (22a's recall_changes), generated: with the step on or off, every hit the floor returned is still returned unless k is full (then only the lowest give way, the rest in their order); a memory only the step returns was under the floor, says a change and is newer than a hit; nothing is rewritten."
+    from earmem.memory.store.ranking import says_change
+    texts = [f"{s} {v.format(x)}" for s, v, x in said]
+    stores = []
+    for on in (0.3, None):   # dense: the floor judges the cosine, which each hit reports as frozen_relevance; the change order off in both
+        st_ = MemoryStore(tmp_path_factory.mktemp("recall"), encoder=HashingEncoder(64), judge=KEEP_APART,
+                          config=StoreConfig(change_recall=on, change_similarity=None, replies_after_turns=None, retriever="dense"))
+        for day, t in enumerate(texts): st_.add(t, "fact", timestamp=iso(to_epoch("2026-01-01") + day * DAY))
+        stores.append(st_)
+    try:
+        before = [(r.id, r.text, r.status) for r in stores[0].records(include_retracted=True)]
+        floor = stores[0].config.min_relevance
+        for q in dict.fromkeys([f"{s} {x}" for s, _, x in said] + ["Where does Dana live?"]):
+            on, off = (s.search(q, k=k) for s in stores)
+            assert len(on) <= k
+            kept = [i for i in off.ids if i in on.ids]
+            fct.test_eq(kept, off.ids[:len(kept)])                               # what gave way is the tail of the floor's hits
+            fct.test_eq(kept, [i for i in on.ids if i in off.ids])               # ... and the rest keep their order
+            if len(kept) < len(off): assert len(on) == k                         # only a full k makes a hit give way
+            for h in on:
+                if h.id in off.ids: continue
+                assert h.frozen_relevance < floor and says_change(h), (q, h.text)
+                assert any(h.timestamp > o.timestamp for o in off), (q, h.text)
+        fct.test_eq([(r.id, r.text, r.status) for r in stores[0].records(include_retracted=True)], before)   # never rewritten
+    finally:
+        for s in stores: s.close()

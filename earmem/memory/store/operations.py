@@ -380,7 +380,7 @@ def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray
                       base, 1.0)
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #029248bf
-from .ranking import SESSION_POOL, session_lift, best_of_pool, mark_conflicts, newer_first, newer_on_topic, row_sessions, same_fact_lift
+from .ranking import SESSION_POOL, session_lift, best_of_pool, mark_conflicts, newer_first, newer_on_topic, recall_order, row_sessions, same_fact_lift
 
 @patch
 def _pool(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
@@ -495,7 +495,7 @@ def search(self: MemoryStore,
         score, rel, rec = self._blend(cands, rows, now)
         if (rr := self._rerank(plan, cands, rows, score, rel) if plan is not None else None) is not None: score, rel = rr[0], rr[1]  # declared hook (23dr): (score, relevance, report)
         keep = np.flatnonzero(np.asarray(cands.scores) >= floor); order = keep[np.lexsort((keep, -score[keep]))][:k]  # the floor judges frozen relevance: a learner reorders, never hides
-        order = o if (o := self._order_candidates(rows, order, k)) is not None else order  # the declared hook: a raw turn a correction rewrote never leads it (23b, issue 36)
+        order = o if (o := self._order_candidates(rows, order := np.asarray(recall_order(order, keep, score, cands, ix.created[rows], [ix.metadata[r] for r in rows], k, c), np.int64), k)) is not None else order  # issue 36: a left-out newer change added above the claim it changes, a reply that says nothing below its user turn (22a); the declared hook: a raw turn a correction rewrote never leads it (23b)
         order, explored = ex if (ex := self._explore(cands, keep, order, rel, k, explore)) is not None else (order, ())  # declared hook (23dx)
         hits = [self._hit(rows[j], rank, score[j], rel[j], rec[j], cosines[j]) for rank, j in enumerate(order, 1)]
         for h, j in zip(hits, order): h.explored = int(j) in explored

@@ -13,7 +13,8 @@ from ..rules.hygiene import entities_overlap
 
 # %% auto #0
 __all__ = ['SESSION_POOL', 'SESSION_BETA', 'CHANGE_HITS', 'row_sessions', 'best_of_pool', 'same_fact_lift', 'session_lift',
-           'mark_conflicts', 'newer_first', 'says_change', 'newer_on_topic']
+           'mark_conflicts', 'newer_first', 'says_change', 'newer_on_topic', 'changes', 'recall_changes',
+           'adds_nothing', 'replies_after_turns', 'recall_order']
 
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #a2e1c0d7
 SESSION_POOL = 3  # a store whose candidates carry sessions ranks SESSION_POOL·K of them (frozen score + session lift), keeps K
@@ -123,3 +124,73 @@ def newer_on_topic(hits: list, order: list, vectors: np.ndarray, formed: list, s
         if b > a and float(vectors[i] @ vectors[j]) >= similarity and says_change(hits[j]): order.insert(a, order.pop(b))
     return order + rest
 
+
+# %% ../../../nbs/memory/store/22a_ranking.ipynb #fdada632
+from ..rules.claims import _SOON, _VALUE_SLOTS
+
+@lru_cache(maxsize=8192)
+def _change_of(text: str, episode: bool) -> tuple:
+    "(whether it tells a change by its verb, a correction or an end, not only by a word of time such as 'now'; the values it states) of one memory's text; a question tells none. Parsed once per text."
+    text = (_SPEAKER.sub("", text, count=1) if episode else text).strip()
+    c = claim_frame(text)
+    told = not text.endswith("?") and not _ADDS.search(text) and bool(c.correction or c.terminate or claim_frame(_SOON.sub(" ", text)).change)
+    return told, {k: frozenset(v) for k, v in c.slots.items() if k in _VALUE_SLOTS}
+
+def changes(m, hit) -> bool:
+    "Whether memory `m` says it changes what `hit` says: by its verb, a correction or an end, or by a word of time ('now') with a value of a kind `hit` states otherwise (a date, a time, a number …)."
+    (told, a), (_, h) = _change_of(m.text, m.kind == "episode"), _change_of(hit.text, hit.kind == "episode")
+    return told or (says_change(m) and not m.text.rstrip().endswith("?") and any(k in h and a[k] != h[k] for k in a))
+
+def recall_changes(order, below, score, E, created, mems, k: int, similarity: float | None, same: float = 0.7) -> list:
+    "`order` (candidate positions, best first) with each candidate of `below` (those under the floor) that is newer than a hit in it, `changes` what that hit (which says no change) says and is about the same thing (cosine of their unit `E` rows ≥ `similarity`; None: off) added just above the hit; one per hit, none restating (cosine ≥ `same`) one added; at most `k`."
+    out = [int(j) for j in order]
+    if similarity is None or not out: return out
+    hits, seen, below = list(out), set(out), {int(u) for u in below}
+    left = [int(u) for u in np.argsort(-np.asarray(score, np.float64), kind="stable") if int(u) in below and int(u) not in seen]
+    if not left: return out[:k]
+    E = np.asarray(E, np.float32); S = E[left] @ E[hits].T   # cosine of each candidate under the floor to each hit: at most K × n
+    used, added = set(), []
+    for a, u in enumerate(left):   # the cheap tests first: the claim frame is parsed only for a candidate on a hit's topic
+        on = [p for b, p in enumerate(hits) if p not in used and created[p] < created[u] and S[a, b] >= similarity]
+        if not on or any(float(E[u] @ E[x]) >= same for x in added) or not says_change(mems[u]): continue
+        if (on := [p for p in on if not says_change(mems[p]) and changes(mems[u], mems[p])]):   # a hit that says a change itself is the news already
+            out.insert(out.index(on[0]), u); used.add(on[0]); added.append(u)
+    return out[:k]
+
+# %% ../../../nbs/memory/store/22a_ranking.ipynb #a56a7688
+from ..rules.hygiene import _CHATTER_WORDS
+from ..rules.lexicon import _AUX, _VERBS
+from ..rules.claims import _DET, _OBJ_STOP, _PRON_SUBJ
+_ACK = set("""congratulations congrats deserved deserve luck fun sorry noted understood perfect lovely done right alright absolutely
+    certainly course definitely exactly totally enjoy amazing wonderful brilliant excellent fantastic happy pleased remember saved save
+    updated update note will do know sense makes""".split())  # acknowledgement and congratulation words an assistant answers with
+_FUNCTION = _DET | _OBJ_STOP | set(_PRON_SUBJ) | set("i you he she it they them him this that so then ll ve re s d m t what".split())
+_WORD = re.compile(r"[a-z0-9]+(?:[:.][0-9]+)*[a-z]*")
+
+def adds_nothing(reply: str, turn: str) -> bool:
+    "Whether every word of `reply` is a chatter or acknowledgement word, a function word or auxiliary, or a word of the `turn` it answers (speaker prefixes dropped)."
+    said = set(_WORD.findall(_SPEAKER.sub("", turn, count=1).casefold()))
+    return all(w in said or w in _CHATTER_WORDS or w in _ACK or w in _FUNCTION or _VERBS.get(w) in _AUX
+               for w in _WORD.findall(_SPEAKER.sub("", reply, count=1).casefold()))
+
+def replies_after_turns(order, mems, metadata, created, k: int) -> list:
+    "`order` (candidate positions) with each assistant reply that `adds_nothing` to the user turn it answers (the same session's previous turn among the candidates, by `metadata` JSON) just below that turn, the turn brought in when it was left out; at most `k`."
+    out = [int(j) for j in order]
+    if not any('"assistant"' in metadata[j] for j in out): return out   # most searches: no JSON to read
+    meta = {j: json.loads(m) for j, m in enumerate(metadata) if mems[j].kind == "episode" and '"role"' in m}
+    for j in [j for j in out if meta.get(j, {}).get("role") == "assistant" and isinstance(meta[j].get("turn"), int)]:
+        m = meta[j]
+        turns = [u for u, x in meta.items() if x.get("role") == "user" and x.get("session") == m.get("session") and x.get("turn") == m["turn"] - 1 and created[u] <= created[j]]
+        if not turns or not adds_nothing(mems[j].text, mems[u := max(turns, key=lambda u: created[u])].text): continue
+        if u in out and out.index(u) < out.index(j): continue
+        if u in out: out.remove(u)
+        out.insert(out.index(j), u)
+    return out[:k]
+
+# %% ../../../nbs/memory/store/22a_ranking.ipynb #6a894859
+def recall_order(order, keep, score, cands, created, metadata, k: int, config) -> list:
+    "Issue 36's two steps over the candidate positions `order` that `search` ranked (of `keep`, those that cleared the floor): `recall_changes`, then `replies_after_turns` (each off when its `config` switch is None)."
+    mems = cands.memories
+    below = np.setdiff1d(np.arange(len(mems)), keep)
+    order = recall_changes(order, below, score, cands.embeddings, created, mems, k, config.change_recall, config.same_fact_similarity)
+    return replies_after_turns(order, mems, metadata, created, k) if config.replies_after_turns else order

@@ -103,7 +103,7 @@ def load(self: RecallGuard, state: dict) -> RecallGuard:
 INDEX_FILE = "vectors.usearch"  # the graph, in the store folder
 STAMP_FILE = "vectors.usearch.json"  # what the graph reflects: revision, vector count, file size, dimension, scalar type
 
-CONNECTIVITY, EXPANSION_ADD = 32, 80  # links per vector and the candidate list while one is linked in (chosen at 1M, below)
+CONNECTIVITY, EXPANSION_ADD = 32, 128  # links per vector and the candidate list while one is linked in (chosen at 1M on two shapes, below)
 GRAPH_DTYPE = "bf16"  # the scalar type of the graph's vectors (int8 before issue 42: it cannot tell near-duplicates apart)
 
 class VectorIndex:

@@ -194,10 +194,11 @@ class StoreConfig:
     change_similarity: float | None = 0.3  # cosine at or above which a newer hit that says something changed leads an older one about the same thing (22a, issue 36; None: off)
     change_recall: float | None = 0.5  # cosine to a returned older hit at or above which a left-out newer candidate that says a change is added just above it (22a, issue 36; None: off)
     replies_after_turns: bool | None = True  # an assistant reply that says nothing of its own ranks just below the user turn it answers (22a, issue 36; None or False: off)
+    present_newer: float | None = None  # cosine τ at or above which a newer hit leads an older one when the question asks what holds now (22a `present_newer`, issue 36; None: off)
 
     def __post_init__(self):
         for n in ("relevance_weight", "recency_weight", "importance_weight"): check_number(getattr(self, n), n, low=0)
-        for n in ("min_relevance", "dedupe_threshold", "conflict_similarity", "same_fact_similarity", "update_similarity") + tuple(n for n in ("change_similarity", "change_recall") if getattr(self, n) is not None): check_number(getattr(self, n), n, -1, 1)
+        for n in ("min_relevance", "dedupe_threshold", "conflict_similarity", "same_fact_similarity", "update_similarity") + tuple(n for n in ("change_similarity", "change_recall", "present_newer") if getattr(self, n) is not None): check_number(getattr(self, n), n, -1, 1)
         self.conflict_kinds = tuple(check_kind(k, "conflict_kinds") for k in self.conflict_kinds)
         for n in ("candidates", "checkpoint_every"): check_positive_int(getattr(self, n), n)
         check_number(self.half_life_days, "half_life_days", low=0, low_open=True); check_int(self.explore_slots, "explore_slots", low=0); check_choice(self.replies_after_turns, "replies_after_turns", (True, False, None))

@@ -815,18 +815,22 @@ SAYINGS = ["lives in {}", "moved to {}", "is now in {}", "no longer lives in {}"
 VALUES = ["Leeds", "Paris", "Berlin", "3pm", "5", "Queen Street", "May 3", "May 5"]
 
 
+def _stores_of(factory, said, configs) -> list:
+    "One store per config, each holding the generated sayings `said` as facts a day apart (judge: keep apart)."
+    stores = []
+    for config in configs:
+        s = MemoryStore(factory.mktemp("said"), encoder=HashingEncoder(64), config=config, judge=KEEP_APART)
+        for day, (subject, saying, value) in enumerate(said): s.add(f"{subject} {saying.format(value)}", "fact", timestamp=iso(to_epoch("2026-01-01") + day * DAY))
+        stores.append(s)
+    return stores
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(SUBJECTS), st.sampled_from(SAYINGS), st.sampled_from(VALUES)), min_size=2, max_size=14),
        st.integers(1, 6))
 def test_the_change_order_never_changes_which_memories_a_search_returns(tmp_path_factory, said, k):
     "Issue 36 (22a's newer_on_topic), generated: with the change order on or off, every search returns the same memories (only their order may differ), and a hit that leads only by the change order says a change and is newer than a hit it passed."
-    texts = [f"{s} {v.format(x)}" for s, v, x in said]
-    stores = []
-    for on in (0.3, None):
-        st_ = MemoryStore(tmp_path_factory.mktemp("change"), encoder=HashingEncoder(64), config=StoreConfig(change_similarity=on, min_relevance=-1),
-                          judge=KEEP_APART)
-        for day, t in enumerate(texts): st_.add(t, "fact", timestamp=iso(to_epoch("2026-01-01") + day * DAY))
-        stores.append(st_)
+    stores = _stores_of(tmp_path_factory, said, [StoreConfig(change_similarity=on, min_relevance=-1) for on in (0.3, None)])
     try:
         for q in dict.fromkeys([f"{s} {x}" for s, _, x in said] + ["Where does Dana live?"]):
             on, off = (s.search(q, k=k) for s in stores)
@@ -844,13 +848,9 @@ def test_the_change_order_never_changes_which_memories_a_search_returns(tmp_path
 def test_a_change_under_the_floor_is_only_ever_added(tmp_path_factory, said, k):
     "Issue 36 (22a's recall_changes), generated: with the step on or off, every hit the floor returned is still returned unless k is full (then only the lowest give way, the rest in their order); a memory only the step returns was under the floor, says a change and is newer than a hit; nothing is rewritten."
     from earmem.memory.store.ranking import says_change
-    texts = [f"{s} {v.format(x)}" for s, v, x in said]
-    stores = []
-    for on in (0.3, None):   # dense: the floor judges the cosine, which each hit reports as frozen_relevance; the change order off in both
-        st_ = MemoryStore(tmp_path_factory.mktemp("recall"), encoder=HashingEncoder(64), judge=KEEP_APART,
-                          config=StoreConfig(change_recall=on, change_similarity=None, replies_after_turns=None, retriever="dense"))
-        for day, t in enumerate(texts): st_.add(t, "fact", timestamp=iso(to_epoch("2026-01-01") + day * DAY))
-        stores.append(st_)
+    # dense: the floor judges the cosine, which each hit reports as frozen_relevance; the change order off in both
+    stores = _stores_of(tmp_path_factory, said, [StoreConfig(change_recall=on, change_similarity=None, replies_after_turns=None, retriever="dense")
+                                                 for on in (0.3, None)])
     try:
         before = [(r.id, r.text, r.status) for r in stores[0].records(include_retracted=True)]
         floor = stores[0].config.min_relevance

@@ -204,8 +204,7 @@ class StoreConfig:
         check_number(self.half_life_days, "half_life_days", low=0, low_open=True); check_int(self.explore_slots, "explore_slots", low=0); check_choice(self.replies_after_turns, "replies_after_turns", (True, False, None))
         if isinstance(self.learner_gate, bool) or not isinstance(self.learner_gate, int) or self.learner_gate < 0:
             raise ValueError(f"learner_gate: expected a whole number of pairs >= 0 (0 = always use the learner), got {self.learner_gate!r}")
-        check_choice(self.recency_from, "recency_from", ("formed", "used"))
-        check_choice(self.retriever, "retriever", ("dense", "hybrid")); check_number(self.lexical_weight, "lexical_weight", 0, 0.95)
+        check_choice(self.recency_from, "recency_from", ("formed", "used")); check_choice(self.retriever, "retriever", ("dense", "hybrid")); check_number(self.lexical_weight, "lexical_weight", 0, 0.95)
         if not isinstance(self.ear, dict): raise TypeError(f"ear: expected a dict of EARConfig overrides, got {type(self.ear).__name__}")
         check_seed_and_ear(self)
 

@@ -420,7 +420,7 @@ def candidates(self: _Index, q: np.ndarray, rows: np.ndarray, K: int, balanced: 
     with one_blas_thread() if len(rows) > SMALL_SCAN else nullcontext():
         if not balanced or len(rows) <= K: return top(rows, K)
         st = self.store[rows]
-        if np.count_nonzero(st) in (0, len(st)): return top(rows, K)   # one store holds them all: no split (issue 42: at 1M rows the split's copies took 2 ms)
+        if st.min() == st.max(): return top(rows, K)   # one store holds them all: no split (issue 42: at 1M rows the split's copies took 2 ms)
         per = [rows[st == s] for s in range(len(STORES))]
         parts = [top(p, h) for p, h in zip(per, store_quota([len(p) for p in per], K))]
     picked, cos = np.concatenate([r for r, _ in parts]), np.concatenate([c for _, c in parts])

@@ -1,7 +1,7 @@
 """The fourth held-out chat corpus of issue 36 (nbs/memory/store/data/truth_chats_fresh3.json): its shape and its answer keys.
 
 Checks the file only (no store, no scoring: the split stays unscored until the final measurement) and that
-studies/36_truth_baseline.py refuses --split fresh3 with pairs, naming the argument."""
+studies/36_truth_baseline.py refuses --split fresh3 (and fresh4) with pairs, naming the argument."""
 import importlib.util, json, re
 from collections import Counter
 from datetime import datetime
@@ -47,10 +47,11 @@ def test_answer_keys(c, q):
         assert first(st) < first(cur)
 
 
-def test_baseline_refuses_fresh3_pairs(capsys):
+@pytest.mark.parametrize("split", ["fresh3", "fresh4"])
+def test_baseline_refuses_chat_only_splits_with_pairs(capsys, split):
     spec = importlib.util.spec_from_file_location("truth36", ROOT / "studies/36_truth_baseline.py")
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-    assert mod._corpus(mod.CHATS, "fresh3").name == "truth_chats_fresh3.json"
+    assert mod._corpus(mod.CHATS, split).name == f"truth_chats_{split}.json"
     for only in ("pairs", "pairs,chats,concurrency"):
-        with pytest.raises(SystemExit): mod.main(["--split", "fresh3", "--only", only])
+        with pytest.raises(SystemExit): mod.main(["--split", split, "--only", only])
         assert "--only" in capsys.readouterr().err

@@ -22,7 +22,10 @@ widens the search list (or gives the graph up for exact scans) when they fall sh
 the guard's calibration included: what the first searches of a new graph get) and, with `--warmup N` (default 200),
 `settled` (the same queries asked again after N warm-up queries drawn like them but distinct from them: what a user
 gets once the guard has calibrated). The `guard est` column gives the guard's factor after the row (×1 … ×8, or `exact`) and its estimate of
-recall@K (K as the store asks: 20 for `search(q, k=10)`), the mean of its checks since the last widening.
+recall@K (K as the store asks: 20 for `search(q, k=10)`), the mean of its checks since the last widening. Once the graph
+is given up, chapter 19ab's inverted lists answer (built in the background from the first search that needs them; the
+study waits for them after the warm-up and asks the warm-up queries again): the column then reads `lists ×F` with the
+lists' own guard, or `lists exact` / `exact` when that guard gave them up too.
 
     nice -n 10 python studies/42_recall_shapes.py [--sizes 50000 100000] [--shapes tight bench dups uniform]
         [--queries 100] [--warmup 200] [--dim 384] [--ways graph narrow exact faiss hnswlib] [--set sqlite.OVERSAMPLE=8 ...] [--json]
@@ -126,6 +129,10 @@ def measure(folder: Path, V: np.ndarray, Q: np.ndarray, way: str, k: int = 10, W
     rows = [{"pass": "first", **one_pass(s, b, E, Q, k)}]
     if used and W is not None and len(W):
         for q in W: s.search(q, k=k, min_relevance=-1)
+        st = getattr(b.index, "_lists", None)
+        if st is not None and st.thread is not None:  # the graph was given up and chapter 19ab's lists were built meanwhile: their guard calibrates on the warm-up again
+            st.thread.join()
+            for q in W: s.search(q, k=k, min_relevance=-1)
         rows.append({"pass": f"settled", "warmup": len(W), **one_pass(s, b, E, Q, k)})
     s.close()
     if widen is not None: sqlite.WIDEN_MAX = widen
@@ -139,11 +146,11 @@ def one_pass(s, b, E: np.ndarray, Q: np.ndarray, k: int) -> dict:
     got_hits, got_rows = [], []  # timed in passes of their own: a lookup right after the search of the same query found its graph nodes in cache, and a search right after the reference's full float32 scan (multi-threaded BLAS) shared the cores with it
     for q in Q:
         t0 = time.perf_counter(); got_hits.append(s.search(q, k=k, min_relevance=-1)); ts.append(time.perf_counter() - t0)
-    g = b.ann.guard if b.ann is not None else None
-    if g is not None: g.due = lambda: False  # the lookups (at K = k) search with the guard's factor but are not its checks: the guard judges search()'s
+    guards = [x for x in (b.ann.guard if b.ann is not None else None, getattr(getattr(b.index, "_lists", None), "guard", None)) if x is not None]
+    for g in guards: g.due = lambda: False  # the lookups (at K = k) search with the guards' factors but are not their checks: the guards judge search()'s
     for q in Q:
         t0 = time.perf_counter(); got_rows.append(b.candidates(q, k)[0]); tl.append(time.perf_counter() - t0)
-    if g is not None: del g.due
+    for g in guards: del g.due
     for q, hits, rows in zip(Q, got_hits, got_rows):
         saved, b.approx_min_rows = b.approx_min_rows, None
         ref = ids(s.search(q, k=k, min_relevance=-1)); b.approx_min_rows = saved
@@ -155,7 +162,10 @@ def one_pass(s, b, E: np.ndarray, Q: np.ndarray, k: int) -> dict:
         same.append(_tied(exact[got], exact[ref]) / max(1, len(ref)))
     ms = lambda t, p: round(1000 * float(np.percentile(t, p)), 2)
     g = b.ann.guard if b.ann is not None and b.approx_min_rows is not None else None
-    return {"same@10": round(float(np.mean(same)), 4), "search@10": round(float(np.mean(whole)), 4), "p50_ms": ms(ts, 50), "p95_ms": ms(ts, 95),
+    st = getattr(b.index, "_lists", None)  # chapter 19ab's inverted lists, once the graph was given up
+    if g is not None and g.exact and st is not None:
+        g = st.guard if st.lists is not None else None  # the lists answer (their guard shown), or are still being built (exact scans meanwhile)
+    return {"lists": st is not None and st.lists is not None and not st.guard.exact, "same@10": round(float(np.mean(same)), 4), "search@10": round(float(np.mean(whole)), 4), "p50_ms": ms(ts, 50), "p95_ms": ms(ts, 95),
             "lookup@10": round(float(np.mean(look)), 4), "lookup_p50_ms": ms(tl, 50), "lookup_p95_ms": ms(tl, 95),
             "guard": None if g is None else "exact" if g.exact else f"x{g.factor}", "guard_seen": None if g is None else g.seen,
             "guard_estimate": None if g is None or g.estimate is None else round(g.estimate, 3)}
@@ -202,12 +212,12 @@ def stored(folder: Path, V: np.ndarray, shape: str, n: int, log) -> float:
 
 def apply_knobs(knobs: list):
     "Set module constants for an experiment: 'sqlite.OVERSAMPLE=8' → earmem.memory.backends.sqlite.OVERSAMPLE = 8; 'graph.X' → earmem.memory.index.graph.X."
-    where = {"sqlite": "earmem.memory.backends.sqlite", "graph": "earmem.memory.index.graph", "mirror": "earmem.memory.index.mirror"}
+    where = {"sqlite": "earmem.memory.backends.sqlite", "graph": "earmem.memory.index.graph", "mirror": "earmem.memory.index.mirror", "lists": "earmem.memory.index.lists"}
     for kv in knobs:
         name, _, value = kv.partition("=")
         mod, _, attr = name.partition(".")
         if mod not in where or not hasattr(m := importlib.import_module(where[mod]), attr):
-            raise SystemExit(f"--set: unknown knob {name!r} (expected sqlite.NAME, graph.NAME or mirror.NAME of an existing constant)")
+            raise SystemExit(f"--set: unknown knob {name!r} (expected sqlite.NAME, graph.NAME, mirror.NAME or lists.NAME of an existing constant)")
         setattr(m, attr, json.loads(value))
 
 
@@ -252,12 +262,12 @@ def main():
     load = {"before": load, "after": [round(x, 2) for x in os.getloadavg()]}
     if a.json: print(json.dumps({"knobs": a.knobs, "queries": a.queries, "warmup": a.warmup, "dim": a.dim, "load": load, "rows": rows})); return
     print(f"queries {a.queries}, warm-up {a.warmup}, dim {a.dim}, knobs {a.knobs or 'none'}, load average {load['before']} → {load['after']}")
-    print(f"{'shape':12} {'memories':>9} {'way':7} {'pass':7} {'guard est':>10} {'same@10':>7} {'search@10':>9} {'p50 ms':>7} {'p95 ms':>7} {'lookup@10':>9} {'p50 ms':>7} {'p95 ms':>7} {'build s':>8}")
-    gs = lambda r: (r.get("guard") or "–") + (" %.2f" % r["guard_estimate"] if r.get("guard_estimate") is not None else "")
+    print(f"{'shape':12} {'memories':>9} {'way':7} {'pass':7} {'guard est':>16} {'same@10':>7} {'search@10':>9} {'p50 ms':>7} {'p95 ms':>7} {'lookup@10':>9} {'p50 ms':>7} {'p95 ms':>7} {'build s':>8}")
+    gs = lambda r: ("lists " if r.get("lists") else "") + (r.get("guard") or "–") + (" %.2f" % r["guard_estimate"] if r.get("guard_estimate") is not None else "")
     f = lambda r, key, w, d=3: f"{r[key]:>{w}.{d}f}" if key in r else f"{'–':>{w}}"
     for r in rows:
         way = r["way"] + (f" ef {r['ef']}" if "ef" in r else "")
-        print(f"{r['shape']:12} {r['memories']:>9,} {way:7} {r.get('pass', ''):7} {gs(r):>10} {f(r, 'same@10', 7)} {f(r, 'search@10', 9)} {f(r, 'p50_ms', 7, 2)} {f(r, 'p95_ms', 7, 2)} "
+        print(f"{r['shape']:12} {r['memories']:>9,} {way:7} {r.get('pass', ''):7} {gs(r):>16} {f(r, 'same@10', 7)} {f(r, 'search@10', 9)} {f(r, 'p50_ms', 7, 2)} {f(r, 'p95_ms', 7, 2)} "
               f"{f(r, 'lookup@10', 9)} {f(r, 'lookup_p50_ms', 7, 2)} {f(r, 'lookup_p95_ms', 7, 2)} {f(r, 'build_s', 8, 1)}")
 
 

@@ -298,12 +298,12 @@ WIDEN_MAX = 640     # the longest search list a graph search widens to while its
 
 @patch
 def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int) -> np.ndarray:
-    "Rows among `allowed` to score exactly: all when few pass (pre-filter), else the graph's nearest passing (its search list doubled while the cosines of their exact top K change, up to `WIDEN_MAX` times the guard's factor) plus the pending."
+    "Rows among `allowed` to score exactly: all when few pass (pre-filter), those of chapter 19ab's inverted lists once the guard gave the graph up, else the graph's nearest passing (its search list doubled while the cosines of their exact top K change, up to `WIDEN_MAX` times the guard's factor) plus the pending."
     count, want = np.count_nonzero(allowed), max(40, OVERSAMPLE * K)
-    if count <= max(self.prefilter_rows, want) or not self._use_graph() or self.ann.guard.exact: return np.flatnonzero(allowed)   # few, no graph, or the guard gave up on it
+    if count <= max(self.prefilter_rows, want) or not self._use_graph(): return np.flatnonzero(allowed)   # few, or no graph
+    if self.ann.guard.exact: return self.index.listed_rows(q, allowed, K, want)   # the guard gave the graph up: chapter 19ab's inverted lists (or every allowed row)
     def passes(keys):
-        p = self._rows_of(keys); ok = p >= 0
-        ok[ok] = allowed[p[ok]]
+        p = self._rows_of(keys); ok = p >= 0; ok[ok] = allowed[p[ok]]
         return ok
     start, t0 = int(FILTER_SLACK * want * self.index.n / count), time.perf_counter()  # the filter's share, and a half more: most queries fill on the first ask
     g, ef, top = self.ann.guard, 0, None  # chapter 19a's recall guard: its factor lengthens the list; it checks searches exactly

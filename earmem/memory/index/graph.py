@@ -25,8 +25,9 @@ GUARD_HEAD = 10   # a check's recall is the worse of recall@K and recall@GUARD_H
 
 class RecallGuard:
     "An online estimate of a graph's recall (and cost) from exact checks of its searches (all until a window is full, then a sample); below `target` it warns and doubles `factor` (the search list's multiplier), up to `most`."
-    def __init__(self, every: int = GUARD_EVERY, window: int = GUARD_WINDOW, target: float = GUARD_TARGET, most: int = GUARD_MAX, cost: float = GUARD_COST):
+    def __init__(self, every: int = GUARD_EVERY, window: int = GUARD_WINDOW, target: float = GUARD_TARGET, most: int = GUARD_MAX, cost: float = GUARD_COST, name: str = "graph index", then: str = "exact scans"):
         self.every, self.window, self.target, self.most, self.cost = every, window, target, most, cost
+        self.name, self.then = name, then  # what its warnings call the index it judges, and what answers once it is given up
         self.seen, self.factor, self.checks, self.history = 0, 1, [], []  # history: (searches seen, estimate, new factor) of each widening
         self.costs = []  # per check: the graph's lookup time over the exact scan's (when the caller timed them)
         self.exact = False  # the graph was given up (the longest list missed the target, or a longer one was slower than a scan): the caller answers with exact scans
@@ -63,11 +64,11 @@ def record(self: RecallGuard, got: np.ndarray, exact: np.ndarray, spent: tuple |
     est = float(np.mean(self.checks)) if len(self.checks) == self.window else None
     slow = float(np.median(self.costs)) if est is not None and self.factor > 1 and len(self.costs) == self.window and np.median(self.costs) >= self.cost else None  # widened, and dearer than a scan
     if est is None or self.exact: self.settled = self.settled or self.exact
-    elif slow is not None: self._give_up(est, len(exact), f"and the graph's lookup taking {slow:.1f}× an exact scan's")
+    elif slow is not None: self._give_up(est, len(exact), f"and its lookup taking {slow:.1f}× an exact scan's")
     elif est >= self.target: self.settled = True
     elif self.factor < self.most:   # too low: a longer list, judged afresh (each search checked again)
         self.factor = min(self.most, 2 * self.factor); self.checks, self.costs, self.settled = [], [], False; self.history.append((self.seen, est, self.factor))
-        warnings.warn(f"graph index: {_judged(len(exact))} estimated at {est:.3f} over the last {self.window} checked searches "
+        warnings.warn(f"{self.name}: {_judged(len(exact))} estimated at {est:.3f} over the last {self.window} checked searches "
                       f"(target {self.target}); searching with a {self.factor}× longer candidate list", RuntimeWarning, stacklevel=3)
     else: self._give_up(est, len(exact), f"with a {self.factor}× longer list (target {self.target})")   # widest already: the graph cannot hold it
     if self.sink is not None and (self.settled or not self.checks): self.sink(self.state())   # a verdict, or a check after one
@@ -77,7 +78,7 @@ def record(self: RecallGuard, got: np.ndarray, exact: np.ndarray, spent: tuple |
 def _give_up(self: RecallGuard, est: float, K: int, why: str):
     "Answer with exact scans from now on, saying why once."
     self.exact = self.settled = True; self.history.append((self.seen, est, "exact"))
-    warnings.warn(f"graph index: {_judged(K)} estimated at {est:.3f} {why}; answering with exact scans from now on (exact)", RuntimeWarning, stacklevel=4)
+    warnings.warn(f"{self.name}: {_judged(K)} estimated at {est:.3f} {why}; answering with {self.then} from now on (exact)", RuntimeWarning, stacklevel=4)
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #f130483f
 @patch
@@ -115,7 +116,7 @@ class VectorIndex:
         self.graph = Index(ndim=dim, metric="ip", dtype=dtype, connectivity=connectivity,
                            expansion_add=expansion_add, expansion_search=expansion_search)
         self.viewed = False  # a memory-mapped graph is read-only: the first change loads it into memory
-        self.guard = RecallGuard()  # its recall, estimated from exact checks of a sample of searches (below)
+        self.guard = RecallGuard(then="inverted lists or exact scans")  # its recall, estimated from exact checks of a sample of searches (below)
 
     def __len__(self) -> int: return len(self.graph)
 

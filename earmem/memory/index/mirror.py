@@ -174,6 +174,7 @@ def upsert(self: _Index, r) -> int:
     self.created[p], self.accessed[p], self.importance[p] = r.created, r.accessed, r.importance
     self.confidence[p], self.count[p] = r.confidence, r.count
     if getattr(self, "_meta_columns", None) is not None: self._meta_columns.mark(p)
+    if getattr(self, "_lists", None) is not None: self._lists.mark(p)  # chapter 19ab's inverted lists: the row's vector may have changed
     return p
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #ce5b1a51
@@ -186,6 +187,7 @@ def remove(self: _Index, mid: str):
     self.active[p] = self.superseded[p] = False; self.E[p] = 0; self.ids[p] = None; self.texts[p] = None; self.entities[p] = ()
     if getattr(self, "_meta_columns", None) is not None: self._meta_columns.mark(p)
     if self._bf16 is not None: self._dirty.add(p)
+    if getattr(self, "_lists", None) is not None: self._lists.mark(p)
 
 # %% ../../../nbs/memory/index/19_mirror.ipynb #93eb79d4
 @patch

@@ -1,6 +1,6 @@
 """Issue 36: a tap on the store's last ranking step (22a `present_newer`), for studies that try versions of it offline.
 
-`install()` wraps `newer_on_topic` and `present_newer` where `search` (chapter 23) calls them, so the last search's hits in the
+`install()` wraps `present_newer` where `search` (chapter 23) calls them, so the last search's hits in the
 order `present_newer` receives, their pairwise cosines and times are kept in the returned dict (the ranking itself is
 unchanged). `snapshot(tap, query)` turns the last call into a JSON-able row: per hit id, kind, text, metadata, created,
 relevance, frozen cosine, score, the order received and the order returned. A study writes one row per question with
@@ -12,16 +12,14 @@ import numpy as np
 
 def install() -> dict:
     import earmem.memory.store.operations as ops
-    tap, not_, pn = {}, ops.newer_on_topic, ops.present_newer
-    def newer_on_topic(hits, order, vectors, formed, similarity):
-        tap["hits"] = list(hits); return not_(hits, order, vectors, formed, similarity)
-    def present_newer(query, order, vectors, formed, similarity):
-        out = pn(query, order, vectors, formed, similarity)
-        tap.update(query=query, order=[int(i) for i in order], out=[int(i) for i in out],
+    tap, pn = {}, ops.present_newer
+    def present_newer(query, hits, order, vectors, formed, similarity):
+        out = pn(query, hits, order, vectors, formed, similarity)
+        tap.update(query=query, hits=list(hits), order=[int(i) for i in order], out=[int(i) for i in out],
                    cos=np.round(np.asarray(vectors, np.float64) @ np.asarray(vectors, np.float64).T, 4).tolist(),
                    created=[float(f[0]) for f in formed])
         return out
-    ops.newer_on_topic, ops.present_newer = newer_on_topic, present_newer
+    ops.present_newer = present_newer
     return tap
 
 

@@ -13,7 +13,8 @@ from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 from earmem.core import hit_at_k, recall_at_k
-from earmem.memory.store.ranking import asks_present, _change_of, _ADDS, says_change, states_other_value
+from earmem.memory.store.ranking import asks_present, _change_of, _ADDS, _SPEAKER, says_change, states_other_value
+from earmem.memory.rules.updates import _names, _extract
 
 SPLITS = ("tune", "fresh", "fresh2", "fresh3", "heldout")
 
@@ -58,11 +59,22 @@ def same_speaker(r, i, j):
 def any_value_differs(r, i, j):
     va, vb = vals(r["hits"][i]), vals(r["hits"][j]); return any(k in vb and va[k] != vb[k] for k in va)
 
+def names(r, h, other):
+    "Chapter 18's `_names` of a hit (values masked, a turn's 'name: ' dropped), read against `other`, without the hits' speakers and entities."
+    own = {e.casefold() for x in r["hits"] for e in x["entities"]} | {(x["metadata"].get("speaker") or "").casefold() for x in r["hits"]}
+    m = lambda x: _extract(_SPEAKER.sub("", x["text"], count=1) if x["kind"] == "episode" else x["text"])[1]
+    return {n for n in _names(m(h), m(other)) if n not in own}
+def other_name(r, i, j):
+    "The older hit names something and the newer names something it does not ('Zalando' -> 'Spotify'); not 'also'."
+    a, b = r["hits"][i], r["hits"][j]; na, nb = names(r, a, b), names(r, b, a)
+    return bool(na) and bool(nb - na) and not _ADDS.search(b["text"])
+
 VERSIONS = {
     "every newer hit (the old present_newer)": lambda r, i, j: True,
     "same speaker, not 'also'": lambda r, i, j: same_speaker(r, i, j) and not _ADDS.search(r["hits"][j]["text"]),
     "a value of one kind differs (dates too)": any_value_differs,
     "states_other_value (22a: dates only if not past)": lambda r, i, j: states_other_value(ns(r["hits"][j]), ns(r["hits"][i]), r["created"][j]),
+    "states_other_value or another name (18's _names)": lambda r, i, j: states_other_value(ns(r["hits"][j]), ns(r["hits"][i]), r["created"][j]) or other_name(r, i, j),
 }
 
 def losses(rows):
@@ -89,11 +101,22 @@ def losses(rows):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dumps", help="the folder of the --dump files: tune.jsonl … heldout.jsonl, locomo.jsonl")
-    ap.add_argument("--losses", action="store_true")
+    ap.add_argument("--losses", action="store_true", help="LoCoMo's first hits lost to the old move, counted")
+    ap.add_argument("--changed", action="store_true", help="per version: LoCoMo first hits changed, gained, lost")
     a = ap.parse_args(argv)
     D = {s: [json.loads(l) for l in open(Path(a.dumps) / f"{s}.jsonl")] for s in SPLITS + ("locomo",)}
     if a.losses: return losses(D["locomo"])
     print(f"{'version':50s} {'tau':>4s}  " + "  ".join(f"{s:>9s}" for s in SPLITS) + "  LoCoMo fit R@5 Hit@5 Hit@1")
+    if a.changed:
+        for name, cond in VERSIONS.items():
+            for tau in (0.5, 0.4, 0.3):
+                c = Counter()
+                for r in D["locomo"]:
+                    o, n = r["order"], move(r, cond, tau)
+                    x, y = hit_at_k(turns(r, o), r["gold"], 1), hit_at_k(turns(r, n), r["gold"], 1)
+                    c["changed"] += bool(o) and o[0] != n[0]; c["gained"] += y > x; c["lost"] += x > y
+                print(f"{name:50s} {tau:4.1f}  LoCoMo fit first hit changed {c['changed']}, Hit@1 gained {c['gained']}, lost {c['lost']}")
+        return
     print(f"{'off':50s} {'-':>4s}  " + "  ".join(f"{chat_score(D[s], None, None):>9s}" for s in SPLITS) + f"  {loco_score(D['locomo'], None, None)}")
     for name, cond in VERSIONS.items():
         for tau in (0.5, 0.4, 0.3):

@@ -18,10 +18,13 @@ from collections import Counter
 from pathlib import Path
 
 
-def chat_stream(bench, enc, questions, k: int = 5, progress: bool = False, config=None) -> dict:
+def chat_stream(bench, enc, questions, k: int = 5, progress: bool = False, config=None, dump=None) -> dict:
     from earmem.core import hit_at_k, recall_at_k
     from earmem.memory import MemoryStore
     turns, pairs, counts, t0 = bench.banks("episodic"), [], Counter(), time.time()
+    if dump is not None:   # --dump: one JSON line per question, the hits as 22a's present_newer received them (studies/present_tap.py)
+        from present_tap import install, snapshot
+        tap, out = install(), open(dump, "w")
     banks = list(dict.fromkeys(q.bank for q in questions))
     with tempfile.TemporaryDirectory(prefix="locomo36-") as d:
         for n, b in enumerate(banks):
@@ -38,12 +41,17 @@ def chat_stream(bench, enc, questions, k: int = 5, progress: bool = False, confi
                         counts["updated"] += sum(r.action == "updated" for r, _, _ in res.memories)
                 counts["unsure_linked"] += sum("may_update" in r.metadata for r in st.records())
                 for q in (q for q in questions if q.bank == b):
-                    ids = []
-                    for h in st.search(q.text, k=k):
+                    ids, found = [], st.search(q.text, k=k)
+                    if dump is not None:
+                        row = snapshot(tap, q.text, qid=q.id, bank=b, gold=list(q.gold))
+                        for h in row["hits"]: h["turn"] = gold_of.get(h["id"]) or gold_of.get(h["metadata"].get("from_turn"))
+                        out.write(json.dumps(row) + "\n")
+                    for h in found:
                         g = gold_of.get(h.id) or gold_of.get(h.metadata.get("from_turn"))
                         if g is not None and g not in ids: ids.append(g)
                     pairs.append((recall_at_k(ids, q.gold, k), hit_at_k(ids, q.gold, k), hit_at_k(ids, q.gold, 1)))
             if progress: print(f"  … {n + 1}/{len(banks)} conversations, {time.time() - t0:.0f} s", file=sys.stderr)
+    if dump is not None: out.close()
     r = [p[0] for p in pairs]; h = [p[1] for p in pairs]; h1 = [p[2] for p in pairs]
     return dict(recall=100 * sum(r) / len(r), hit=100 * sum(h) / len(h), hit1=round(100 * sum(h1) / len(h1), 1), n=len(pairs), **counts, seconds=round(time.time() - t0))
 
@@ -54,6 +62,7 @@ def main(argv=None):
     ap.add_argument("--only", default="turns,chat", help="comma-separated: turns, chat")
     ap.add_argument("--json", metavar="OUT", help="write the figures to OUT")
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--dump", metavar="OUT", help="chat: one JSON line per question with its hits as 22a's present_newer received them (id, turn, text, times, cosines)")
     ap.add_argument("--config", default="{}", help='the chat stores\' StoreConfig overrides as JSON, e.g. \'{"change_recall": null}\' (default: the defaults)')
     a = ap.parse_args(argv)
     from earmem.core import Encoder
@@ -72,7 +81,7 @@ def main(argv=None):
         out["turns"] = dict(recall=round(got["recall"], 1), hit=round(got["hit"], 1), n=got["n"], seconds=round(time.time() - t))
         print(json.dumps({"turns": out["turns"]}), flush=True)
     if "chat" in a.only:
-        got = chat_stream(bench, enc, qs, progress=a.progress, config=StoreConfig(**json.loads(a.config)))
+        got = chat_stream(bench, enc, qs, progress=a.progress, config=StoreConfig(**json.loads(a.config)), dump=a.dump)
         out["chat"] = {**got, "recall": round(got["recall"], 1), "hit": round(got["hit"], 1)}
         print(json.dumps({"chat": out["chat"]}), flush=True)
     if a.json: Path(a.json).write_text(json.dumps(out, indent=1))

@@ -236,6 +236,9 @@ def run_chats(a, enc) -> dict:
     from earmem.memory import MemoryStore, StoreConfig
     chats = [c for c in json.loads(_corpus(CHATS, a.split).read_text()) if c["split"] == a.split][: a.limit or None]
     rows, t0 = [], time.time()
+    if a.dump:   # --dump: one JSON line per question (all kinds), the hits as 22a's present_newer received them (studies/present_tap.py)
+        from present_tap import install, snapshot
+        tap, dump = install(), open(a.dump, "w")
     with tempfile.TemporaryDirectory(prefix="truth36c-") as tmp:
         for c in chats:
             last = max(epoch(m["time"]) for m in c["messages"])
@@ -251,6 +254,7 @@ def run_chats(a, enc) -> dict:
                     one = {}
                     for mode, kinds in (("all", None), ("claims", CLAIM_KINDS)):
                         hits = s.search(q["q"], k=3, kinds=kinds)
+                        if a.dump and kinds is None: dump.write(json.dumps(snapshot(tap, q["q"], chat=c["id"], current=q["current"], stale=q["stale"])) + "\n")
                         texts = [h.text.casefold() for h in hits]
                         cur = next((i for i, t in enumerate(texts) if q["current"].casefold() in t), None)
                         st = None if not q["stale"] else next((i for i, t in enumerate(texts) if q["stale"].casefold() in t
@@ -265,6 +269,7 @@ def run_chats(a, enc) -> dict:
             bad = [(r.text, corrupted(r.text, c["messages"])) for r in claims]
             rows.append(dict(id=c["id"], category=c["category"], questions=qs, claims=[(r.kind, r.status, r.text) for r in claims],
                              corrupted=[(t, b) for t, b in bad if b], updated=len(res.updated)))
+    if a.dump: dump.close()
     cats = list(dict.fromkeys(c["category"] for c in chats))
     def score(rs):
         Q = [q for r in rs for q in r["questions"]]; n = len(Q) or 1
@@ -419,6 +424,7 @@ def main(argv=None):
     ap.add_argument("--no-control", action="store_true", help="skip the one-writer control of the concurrency part")
     ap.add_argument("--json", metavar="OUT", help="write every measurement (with per-pair and per-chat rows) to OUT")
     ap.add_argument("--progress", action="store_true", help="progress lines on stderr")
+    ap.add_argument("--dump", metavar="OUT", help="chats: one JSON line per question with its hits (all kinds) as 22a's present_newer received them")
     ap.add_argument("--config", default="{}", help='the chats\' StoreConfig overrides as JSON, e.g. \'{"change_similarity": null}\' (the change order off)')
     ap.add_argument("--_worker", nargs=5, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)

@@ -194,7 +194,7 @@ class StoreConfig:
     change_similarity: float | None = 0.3  # cosine at or above which a newer hit that says something changed leads an older one about the same thing (22a, issue 36; None: off)
     change_recall: float | None = 0.5  # cosine to a returned older hit at or above which a left-out newer candidate that says a change is added just above it (22a, issue 36; None: off)
     replies_after_turns: bool | None = True  # an assistant reply that says nothing of its own ranks just below the user turn it answers (22a, issue 36; None or False: off)
-    present_newer: float | None = None  # cosine τ at or above which a newer hit leads an older one when the question asks what holds now (22a `present_newer`, issue 36; None: off)
+    present_newer: float | None = 0.4  # cosine τ at or above which a newer hit that states another value of one kind leads an older one when the question asks what holds now (22a `present_newer`, issue 36; None: off)
 
     def __post_init__(self):
         for n in ("relevance_weight", "recency_weight", "importance_weight"): check_number(getattr(self, n), n, low=0)

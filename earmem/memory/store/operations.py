@@ -501,7 +501,7 @@ def search(self: MemoryStore,
         for h, j in zip(hits, order): h.explored = int(j) in explored
         V, formed = np.asarray(ix.E[rows[order]], np.float32), list(zip(ix.created[rows[order]], rows[order]))
         conflicts = mark_conflicts(hits, V, formed, self.config)   # issue 36: a claim the door kept beside the one it may update, or a newer one that says it changed, ranks above it
-        lead = present_newer(text, newer_on_topic(hits, newer_first(hits, conflicts), V, formed, c.change_similarity), V, formed, c.present_newer); hits, order = [hits[i] for i in lead], order[lead]
+        lead = present_newer(text, hits, newer_on_topic(hits, newer_first(hits, conflicts), V, formed, c.change_similarity), V, formed, c.present_newer); hits, order = [hits[i] for i in lead], order[lead]
         for rank, h in enumerate(hits, 1): h.rank = rank
         if touch and hits and not self.readonly: self._touch([h.id for h in hits], now)
     return Hits(hits, text, conflicts, cands, order, self._token, rr[2].annotate(hits, order) if rr is not None else None)

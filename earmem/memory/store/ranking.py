@@ -13,8 +13,8 @@ from ..rules.hygiene import entities_overlap
 
 # %% auto #0
 __all__ = ['SESSION_POOL', 'SESSION_BETA', 'CHANGE_HITS', 'row_sessions', 'best_of_pool', 'same_fact_lift', 'session_lift',
-           'mark_conflicts', 'newer_first', 'says_change', 'newer_on_topic', 'asks_present', 'present_newer', 'changes',
-           'recall_changes', 'adds_nothing', 'replies_after_turns', 'recall_order']
+           'mark_conflicts', 'newer_first', 'says_change', 'newer_on_topic', 'changes', 'recall_changes',
+           'states_other_value', 'asks_present', 'present_newer', 'adds_nothing', 'replies_after_turns', 'recall_order']
 
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #a2e1c0d7
 SESSION_POOL = 3  # a store whose candidates carry sessions ranks SESSION_POOL·K of them (frozen score + session lift), keeps K
@@ -125,31 +125,6 @@ def newer_on_topic(hits: list, order: list, vectors: np.ndarray, formed: list, s
     return order + rest
 
 
-# %% ../../../nbs/memory/store/22a_ranking.ipynb #7e5a1c02
-from ..rules.lexicon import _VERBS
-_NOW = re.compile(r"\b(?:now|currently|current|these days|nowadays|at the moment|at present|today|still|any ?more|any longer)\b", re.I)
-_THEN = re.compile(r"\b(?:used to|ago|last|yesterday|ever|earlier|before|previously|originally)\b", re.I)  # words of past time
-_AUX_TENSE = {"did": False, "was": False, "were": False, "had": False, "is": True, "am": True, "are": True, "do": True, "does": True, "has": None, "have": None}
-_PAST_FORMS = frozenset(f for f, l in _VERBS.items() if f != l and f not in _AUX_TENSE and not f.endswith(("s", "ing")))  # 'moved', 'left', 'bought' …
-
-def asks_present(query: str) -> bool:
-    "Whether `query` asks what holds now. 'now', 'currently', 'these days', 'still' …: yes; a word of past time ('ago', 'last', 'ever'): no; else its first auxiliary decides — 'did', 'was', 'were', 'had': no; 'is', 'are', 'do', 'does': yes ('Where is Ana based?'); 'has'/'have', or none: no when a past form follows (chapter 17a's lexicon, or a word ending in 'ed': 'What has Mel painted?', 'Who moved?')."
-    if _NOW.search(query): return True
-    if _THEN.search(query): return False
-    words = re.findall(r"[a-z]+", query.casefold())
-    aux = next((_AUX_TENSE[w] for w in words if w in _AUX_TENSE), None)
-    return aux if aux is not None else not any(w in _PAST_FORMS or (len(w) > 4 and w.endswith("ed")) for w in words)
-
-def present_newer(query: str, order: list, vectors: np.ndarray, formed: list, similarity: float | None) -> list:
-    "`order` (positions of hits) with each newer hit moved just above an older one about the same thing (cosine of their unit `vectors` ≥ `similarity`; `formed`: (time, row) of each hit) when `asks_present(query)`; else, or `similarity` None, `order` as it was. Among the first `CHANGE_HITS`; only the order changes."
-    if similarity is None or len(order) < 2 or not asks_present(query): return list(order)
-    order, rest = list(order[:CHANGE_HITS]), list(order[CHANGE_HITS:])
-    for i, j in [(i, j) for i in order for j in order if formed[j][0] > formed[i][0]]:   # older before newer, in rank order
-        a, b = order.index(i), order.index(j)
-        if b > a and float(vectors[i] @ vectors[j]) >= similarity: order.insert(a, order.pop(b))
-    return order + rest
-
-
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #fdada632
 from ..rules.claims import _SOON, _VALUE_SLOTS
 
@@ -181,6 +156,50 @@ def recall_changes(order, below, score, E, created, mems, k: int, similarity: fl
         if (on := [p for p in on if not says_change(mems[p]) and changes(mems[u], mems[p])]):   # a hit that says a change itself is the news already
             out.insert(out.index(on[0]), u); used.add(on[0]); added.append(u)
     return out[:k]
+
+# %% ../../../nbs/memory/store/22a_ranking.ipynb #d3b084be
+import time
+_WHEN = frozenset({"date", "weekday", "relative"})  # value kinds that say when: a newer one counts only if not already past
+_PAST_WORDS = re.compile(r"\b(?:last|ago|yesterday|earlier|previous|past)\b")
+
+def _not_past(value: str, said: float) -> bool:
+    "Whether a date, weekday or relative-day `value` is not before the day it was `said` (epoch): '2026-06-19' said on 2026-06-01, '????-06-19' (no year), 'next thursday'; not 'last month'."
+    if re.match(r"^\d{4}-\d\d", value): return value >= time.strftime("%Y-%m-%d", time.gmtime(said))[:len(value)]
+    return not _PAST_WORDS.search(value)
+
+def states_other_value(newer, older, said: float) -> bool:
+    "Whether memory `newer` (said at epoch `said`) states a value of a kind `older` states, other than older's — a number, amount, time … —, or a date, weekday or relative day older does not state and that was not past when said; one that says it adds ('also') does not."
+    if _ADDS.search(newer.text): return False
+    vb, va = _change_of(newer.text, newer.kind == "episode")[1], _change_of(older.text, older.kind == "episode")[1]
+    if any(k in va and vb[k] != va[k] for k in vb if k not in _WHEN): return True
+    wa = set().union(*(va[k] for k in va if k in _WHEN))
+    return bool(wa) and any(v not in wa and _not_past(v, said) for k in vb if k in _WHEN for v in vb[k])
+
+
+# %% ../../../nbs/memory/store/22a_ranking.ipynb #7dfbece1
+from ..rules.lexicon import _VERBS
+_NOW = re.compile(r"\b(?:now|currently|current|these days|nowadays|at the moment|at present|today|still|any ?more|any longer)\b", re.I)
+_THEN = re.compile(r"\b(?:used to|ago|last|yesterday|ever|earlier|before|previously|originally)\b", re.I)  # words of past time
+_AUX_TENSE = {"did": False, "was": False, "were": False, "had": False, "is": True, "am": True, "are": True, "do": True, "does": True, "has": None, "have": None}
+_PAST_FORMS = frozenset(f for f, l in _VERBS.items() if f != l and f not in _AUX_TENSE and not f.endswith(("s", "ing")))  # 'moved', 'left', 'bought' …
+
+def asks_present(query: str) -> bool:
+    "Whether `query` asks what holds now. 'now', 'currently', 'these days', 'still' …: yes; a word of past time ('ago', 'last', 'ever'): no; else its first auxiliary decides — 'did', 'was', 'were', 'had': no; 'is', 'are', 'do', 'does': yes ('Where is Ana based?'); 'has'/'have', or none: no when a past form follows (chapter 17a's lexicon, or a word ending in 'ed': 'What has Mel painted?', 'Who moved?')."
+    if _NOW.search(query): return True
+    if _THEN.search(query): return False
+    words = re.findall(r"[a-z]+", query.casefold())
+    aux = next((_AUX_TENSE[w] for w in words if w in _AUX_TENSE), None)
+    return aux if aux is not None else not any(w in _PAST_FORMS or (len(w) > 4 and w.endswith("ed")) for w in words)
+
+def present_newer(query: str, hits: list, order: list, vectors: np.ndarray, formed: list, similarity: float | None) -> list:
+    "`order` (positions of `hits`) with each newer hit moved just above an older one about the same thing (cosine of their unit `vectors` ≥ `similarity`; `formed`: (time, row) of each hit) that `states_other_value` of it, when `asks_present(query)`; else, or `similarity` None, `order` as it was. Among the first `CHANGE_HITS`; only the order changes."
+    if similarity is None or len(order) < 2 or not asks_present(query): return list(order)
+    order, rest = list(order[:CHANGE_HITS]), list(order[CHANGE_HITS:])
+    for i, j in [(i, j) for i in order for j in order if formed[j][0] > formed[i][0]]:   # older before newer, in rank order
+        a, b = order.index(i), order.index(j)   # the cheap tests first: the claim frames are read only for a candidate move
+        if b > a and float(vectors[i] @ vectors[j]) >= similarity and states_other_value(hits[j], hits[i], formed[j][0]): order.insert(a, order.pop(b))
+    return order + rest
+
 
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #a56a7688
 from ..rules.hygiene import _CHATTER_WORDS

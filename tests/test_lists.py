@@ -113,3 +113,29 @@ def test_below_the_size_where_lists_pay_every_row_is_scanned(tmp_path, monkeypat
     assert len(b._graph_rows(q, np.ones(len(V), bool), 10)) == len(V)
     assert getattr(b.index, "_lists", None) is None
     s.close()
+
+
+def test_lists_given_up_stay_given_up_after_reopening(tmp_path, small_lists, monkeypatch, recwarn):
+    "Uniform vectors: the lists' guard gives them up (one list read, so that it is quick); the verdict is saved with the graph's guard, so the reopened store answers exactly without building lists again."
+    from earmem.memory.index.graph import GUARD_FILE
+    import json
+    monkeypatch.setattr(lists, "PROBE", 1)
+    rng = np.random.default_rng(9)
+    V = _unit(rng.standard_normal((1500, DIM)))
+    s, b = _given_up_store(tmp_path / "s", V)
+    Q = _unit(V[:150] + 0.5 * rng.standard_normal((150, DIM)) / np.sqrt(DIM))
+    for q in Q:
+        s.search(q, k=10, min_relevance=-1)
+        if b.index._lists.guard.exact: break
+    assert b.index._lists.guard.exact and b.ann.guard.fallback["exact"] is True
+    assert any("inverted lists" in str(w.message) and "exact scans from now on" in str(w.message) for w in recwarn)
+    s.close()
+    assert json.loads((tmp_path / "s" / GUARD_FILE).read_text())["fallback"]["exact"] is True
+    s = MemoryStore(tmp_path / "s", encoder=HashingEncoder(DIM), config=StoreConfig(min_relevance=-1.0))
+    s._backend.approx_min_rows, s._backend.prefilter_rows = 0, 0
+    for q in Q[:5]:
+        got = s.search(q, k=10, min_relevance=-1).ids
+        assert set(got) == {f"m{i}" for i in np.argsort(-(V @ q), kind="stable")[:10]}, got
+    st = s._backend.index._lists
+    assert st.guard.exact and st.thread is None and st.lists is None   # nothing built again
+    s.close()

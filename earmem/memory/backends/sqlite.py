@@ -301,7 +301,7 @@ def _graph_rows(self: SQLiteBackend, q: np.ndarray, allowed: np.ndarray, K: int)
     "Rows among `allowed` to score exactly: all when few pass (pre-filter), those of chapter 19ab's inverted lists once the guard gave the graph up, else the graph's nearest passing (its search list doubled while the cosines of their exact top K change, up to `WIDEN_MAX` times the guard's factor) plus the pending."
     count, want = np.count_nonzero(allowed), max(40, OVERSAMPLE * K)
     if count <= max(self.prefilter_rows, want) or not self._use_graph(): return np.flatnonzero(allowed)   # few, or no graph
-    if self.ann.guard.exact: return self.index.listed_rows(q, allowed, K, want)   # the guard gave the graph up: chapter 19ab's inverted lists (or every allowed row)
+    if self.ann.guard.exact: return self.index.listed_rows(q, allowed, K, want, self.ann.guard)   # the guard gave the graph up: chapter 19ab's inverted lists (or every allowed row)
     def passes(keys):
         p = self._rows_of(keys); ok = p >= 0; ok[ok] = allowed[p[ok]]
         return ok

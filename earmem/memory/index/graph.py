@@ -33,6 +33,7 @@ class RecallGuard:
         self.exact = False  # the graph was given up (the longest list missed the target, or a longer one was slower than a scan): the caller answers with exact scans
         self.settled = False  # a full window judged the current list: one search in `every` is checked, not each one
         self.sink = None  # called with `state()` after each check that counts (chapter 20b's store keeps it beside the graph)
+        self.fallback = None  # once given up: the state of the guard of what answers instead (chapter 19ab's inverted lists), saved with this one
 
     def due(self) -> bool:
         "Count a search; True when it is to be checked exactly: each one until a window is full (a new graph, or a widened list), then one in `every`."
@@ -85,7 +86,7 @@ def _give_up(self: RecallGuard, est: float, K: int, why: str):
 def state(self: RecallGuard) -> dict:
     "What the guard has learnt of its graph, as JSON-able values (`load` takes it back)."
     return {"factor": self.factor, "exact": self.exact, "settled": self.settled, "seen": self.seen,
-            "checks": list(self.checks), "costs": list(self.costs), "history": [list(h) for h in self.history]}
+            "checks": list(self.checks), "costs": list(self.costs), "history": [list(h) for h in self.history], "fallback": self.fallback}
 
 @patch
 def load(self: RecallGuard, state: dict) -> RecallGuard:
@@ -98,6 +99,7 @@ def load(self: RecallGuard, state: dict) -> RecallGuard:
     if not (isinstance(exact, bool) and isinstance(settled, bool) and factor >= 1 and seen >= 0 and all(0 <= c <= 1 for c in checks)): return self
     self.factor, self.exact, self.settled, self.seen = min(factor, self.most), exact, settled, seen
     self.checks, self.costs, self.history = checks[-self.window:], costs[-self.window:], history
+    self.fallback = state.get("fallback") if isinstance(state.get("fallback"), dict) else None
     return self
 
 # %% ../../../nbs/memory/index/19a_graph.ipynb #f0e09212

@@ -104,8 +104,8 @@ class ListsState:
 def _lists_ready(self: _Index) -> InvertedLists | None:
     "The mirror's inverted lists, caught up with the rows added or changed since; None while they are built (the first call starts the build: in a thread when `LISTS_BACKGROUND`) or when a build failed."
     st = getattr(self, "_lists", None)
-    if st is None:
-        st = self._lists = ListsState()
+    if st is None: st = self._lists = ListsState()
+    if st.thread is None:
         E, n = self.full(), self.n
         def work():
             try: built = build_lists(E, n)
@@ -124,11 +124,12 @@ def _lists_ready(self: _Index) -> InvertedLists | None:
 
 # %% ../../../nbs/memory/index/19ab_lists.ipynb #d75a1e5b
 @patch
-def listed_rows(self: _Index, q: np.ndarray, allowed: np.ndarray, K: int, want: int) -> np.ndarray:
-    "Rows among `allowed` (a mask over the rows) whose exact top-K answers `q` once the graph is given up: those of the inverted lists nearest `q` (at least `want` of them when the lists hold so many), or every allowed row below `LISTS_MIN_ROWS`, while the lists are built, or once their guard gave them up."
+def listed_rows(self: _Index, q: np.ndarray, allowed: np.ndarray, K: int, want: int, parent: RecallGuard | None = None) -> np.ndarray:
+    "Rows among `allowed` (a mask over the rows) whose exact top-K answers `q` once the graph is given up: those of the inverted lists nearest `q` (at least `want` of them when the lists hold so many), or every allowed row below `LISTS_MIN_ROWS`, while the lists are built, or once their guard gave them up. `parent`: the graph's guard, which keeps the lists' guard's state (`fallback`) with its own, so a reopened store remembers it."
     count, st = int(np.count_nonzero(allowed)), getattr(self, "_lists", None)
-    if count < max(LISTS_MIN_ROWS, want) or (st is not None and st.guard.exact) or (L := self._lists_ready()) is None:
-        return np.flatnonzero(allowed)
+    if count < max(LISTS_MIN_ROWS, want): return np.flatnonzero(allowed)
+    if st is None and parent is not None and parent.fallback: st = self._lists = ListsState(); st.guard.load(parent.fallback)   # a verdict saved earlier
+    if (st is not None and st.guard.exact) or (L := self._lists_ready()) is None: return np.flatnonzero(allowed)
     g, t0 = self._lists.guard, time.perf_counter()
     nprobe = min(len(L.C), math.ceil(PROBE * g.factor * self.n / count))
     while True:
@@ -138,4 +139,5 @@ def listed_rows(self: _Index, q: np.ndarray, allowed: np.ndarray, K: int, want: 
     if g.due():   # the exact check, timed against the lists' lookup (chapter 19a's guard)
         t1 = time.perf_counter(); exact = self.candidates(q, np.flatnonzero(allowed), K, False)[1]
         g.record(self.candidates(q, rows, K, False)[1], exact, spent=(t1 - t0, time.perf_counter() - t1))
+        if parent is not None and g.settled: parent.fallback = g.state(); parent.sink and parent.sink(parent.state())   # saved beside the graph
     return rows

@@ -316,7 +316,7 @@ def _fresher_first(tmp_path, config: StoreConfig) -> list:
 def test_default_blend_ranks_a_fresher_restatement_first(tmp_path):
     "Issue 19: recency lifts a memory over what it restates (a correction the door did not catch), not over unrelated memories."
     fct.test_eq(_fresher_first(tmp_path, StoreConfig()), [True] * 4)
-    assert sum(_fresher_first(tmp_path, StoreConfig(recency_weight=0, importance_weight=0, change_similarity=None))) <= 1   # relevance alone: the old one wins
+    assert sum(_fresher_first(tmp_path, StoreConfig(recency_weight=0, importance_weight=0, change_similarity=None, present_newer=None))) <= 1   # relevance alone: the old one wins
 
 
 def test_a_newer_memory_that_says_it_changed_leads_without_recency(tmp_path):

@@ -12,9 +12,10 @@ from ..rules.claims import claim_frame
 from ..rules.hygiene import entities_overlap
 
 # %% auto #0
-__all__ = ['SESSION_POOL', 'SESSION_BETA', 'CHANGE_HITS', 'row_sessions', 'best_of_pool', 'same_fact_lift', 'session_lift',
-           'mark_conflicts', 'newer_first', 'says_change', 'newer_on_topic', 'changes', 'recall_changes',
-           'states_other_value', 'asks_present', 'present_newer', 'adds_nothing', 'replies_after_turns', 'recall_order']
+__all__ = ['SESSION_POOL', 'SESSION_BETA', 'CHANGE_HITS', 'NAME_SLACK', 'row_sessions', 'best_of_pool', 'same_fact_lift',
+           'session_lift', 'mark_conflicts', 'newer_first', 'says_change', 'newer_on_topic', 'changes',
+           'recall_changes', 'states_other_value', 'names_other', 'asks_present', 'present_newer', 'adds_nothing',
+           'replies_after_turns', 'recall_order']
 
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #a2e1c0d7
 SESSION_POOL = 3  # a store whose candidates carry sessions ranks SESSION_POOL·K of them (frozen score + session lift), keeps K
@@ -176,6 +177,23 @@ def states_other_value(newer, older, said: float) -> bool:
     return bool(wa) and any(v not in wa and _not_past(v, said) for k in vb if k in _WHEN for v in vb[k])
 
 
+# %% ../../../nbs/memory/store/22a_ranking.ipynb #b7c1a002
+from ..rules.updates import _extract, _names
+NAME_SLACK = 0.2  # present_newer: another name counts at a cosine this much below its τ (a new employer or city shares few words with the old)
+
+@lru_cache(maxsize=8192)
+def _name_text(text: str, episode: bool) -> str:
+    "One memory's text with its values blanked (chapter 18's `_extract`) and a chat turn's 'name: ' dropped, for `_names`."
+    return _extract(_SPEAKER.sub("", text, count=1) if episode else text)[1]
+
+def names_other(newer, older, shared=frozenset()) -> bool:
+    "Whether `older` names something (chapter 18's `_names`: 'Zalando', 'Ford Focus', 'Leeds') and `newer` names something it does not ('Spotify'), names in `shared` (casefolded: the search's speakers and entities) aside; one that says it adds ('also') does not."
+    if _ADDS.search(newer.text): return False
+    a, b = _name_text(older.text, older.kind == "episode"), _name_text(newer.text, newer.kind == "episode")
+    na, nb = set(_names(a, b)) - set(shared), set(_names(b, a)) - set(shared)
+    return bool(na) and bool(nb - na)
+
+
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #7dfbece1
 from ..rules.lexicon import _VERBS
 _NOW = re.compile(r"\b(?:now|currently|current|these days|nowadays|at the moment|at present|today|still|any ?more|any longer)\b", re.I)
@@ -192,12 +210,14 @@ def asks_present(query: str) -> bool:
     return aux if aux is not None else not any(w in _PAST_FORMS or (len(w) > 4 and w.endswith("ed")) for w in words)
 
 def present_newer(query: str, hits: list, order: list, vectors: np.ndarray, formed: list, similarity: float | None) -> list:
-    "`order` (positions of `hits`) with each newer hit moved just above an older one about the same thing (cosine of their unit `vectors` ≥ `similarity`; `formed`: (time, row) of each hit) that `states_other_value` of it, when `asks_present(query)`; else, or `similarity` None, `order` as it was. Among the first `CHANGE_HITS`; only the order changes."
+    "`order` (positions of `hits`) with each newer hit moved just above an older one about the same thing (cosine of their unit `vectors` ≥ `similarity`; `formed`: (time, row) of each hit) that `states_other_value` of it, or that `names_other` than it at a cosine ≥ `similarity` − `NAME_SLACK`, when `asks_present(query)`; else, or `similarity` None, `order` as it was. Among the first `CHANGE_HITS`; only the order changes."
     if similarity is None or len(order) < 2 or not asks_present(query): return list(order)
     order, rest = list(order[:CHANGE_HITS]), list(order[CHANGE_HITS:])
+    shared = {e.casefold() for h in hits for e in h.entities} | {str((h.metadata or {}).get("speaker", "")).casefold() for h in hits}
     for i, j in [(i, j) for i in order for j in order if formed[j][0] > formed[i][0]]:   # older before newer, in rank order
         a, b = order.index(i), order.index(j)   # the cheap tests first: the claim frames are read only for a candidate move
-        if b > a and float(vectors[i] @ vectors[j]) >= similarity and states_other_value(hits[j], hits[i], formed[j][0]): order.insert(a, order.pop(b))
+        if b <= a or (cos := float(vectors[i] @ vectors[j])) < similarity - NAME_SLACK: continue
+        if (cos >= similarity and states_other_value(hits[j], hits[i], formed[j][0])) or names_other(hits[j], hits[i], shared): order.insert(a, order.pop(b))
     return order + rest
 
 

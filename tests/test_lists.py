@@ -139,3 +139,21 @@ def test_lists_given_up_stay_given_up_after_reopening(tmp_path, small_lists, mon
     st = s._backend.index._lists
     assert st.guard.exact and st.thread is None and st.lists is None   # nothing built again
     s.close()
+
+
+def test_lists_are_built_in_the_background_while_searches_answer_exactly(tmp_path, monkeypatch):
+    "The product's way (LISTS_BACKGROUND): the first search that needs the lists starts their build in a thread and is answered by the exact scan; once built, the lists answer."
+    monkeypatch.setattr(lists, "LISTS_MIN_ROWS", 500)
+    rng = np.random.default_rng(4)
+    V = _near_copies(rng, 40, 30)
+    s, b = _given_up_store(tmp_path / "s", V)
+    q = V[17]
+    first = s.search(q, k=10, min_relevance=-1).ids
+    st = b.index._lists
+    assert st is not None and st.thread is not None
+    assert first[0] == "m17" and len(set(first) & set(_exact(s, q, 10, None))) >= 9   # the exact scan's answer (or, had the small build won the race, the lists')
+    st.thread.join(timeout=60)
+    assert st.lists is not None and st.error is None
+    assert len(b._graph_rows(q, np.ones(b.index.n, bool), 10)) < len(V)   # the lists answer now
+    assert s.search(q, k=10, min_relevance=-1).ids[0] == "m17"
+    s.close()

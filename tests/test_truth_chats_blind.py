@@ -1,7 +1,8 @@
-"""The fourth held-out chat corpus of issue 36 (nbs/memory/store/data/truth_chats_fresh3.json): its shape and its answer keys.
+"""The held-out chat corpora of issue 36 written without reading the store's rules (nbs/memory/store/data/
+truth_chats_fresh3.json, the fourth held-out set, and truth_chats_fresh4.json, the fifth): their shape and their answer keys.
 
-Checks the file only (no store, no scoring: the split stays unscored until the final measurement) and that
-studies/36_truth_baseline.py refuses --split fresh3 (and fresh4) with pairs, naming the argument."""
+Checks the files only (no store, no scoring: a split stays unscored until its final measurement) and that
+studies/36_truth_baseline.py refuses --split fresh3 or fresh4 with pairs, naming the argument."""
 import importlib.util, json, re
 from collections import Counter
 from datetime import datetime
@@ -10,30 +11,42 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHATS = json.loads((ROOT / "nbs/memory/store/data/truth_chats_fresh3.json").read_text())
-QS = [(c, q) for c in CHATS for q in c["questions"]]
+PREFIX = {"fresh3": "hc", "fresh4": "hd"}  # each corpus's id prefix
+CORPORA = {s: json.loads((ROOT / f"nbs/memory/store/data/truth_chats_{s}.json").read_text()) for s in PREFIX}
+CHATS = [(s, c) for s, cs in CORPORA.items() for c in cs]
+QS = [(c, q) for _, c in CHATS for q in c["questions"]]
+CATEGORIES = {"residence_work", "relationship", "possession_state", "preference", "negation", "plan", "number",
+              "date_time", "correction", "third_person", "across_sessions", "bare_ack", "distinct_shared"}
 
 
-def test_ids_split_and_categories():
-    assert [c["id"] for c in CHATS] == [f"hc{i:02d}" for i in range(50)]  # unique, hc00..hc49 in order
-    assert {c["split"] for c in CHATS} == {"fresh3"} and {c["note"] for c in CHATS} == {"hand"}
-    cats = Counter(c["category"] for c in CHATS)
-    assert len(cats) >= 10 and min(cats.values()) >= 3, cats
+@pytest.mark.parametrize("split", list(PREFIX))
+def test_ids_split_and_categories(split):
+    chats = CORPORA[split]
+    assert [c["id"] for c in chats] == [f"{PREFIX[split]}{i:02d}" for i in range(50)]  # unique, in order
+    assert {c["split"] for c in chats} == {split} and {c["note"] for c in chats} == {"hand"}
+    assert all(set(c) == {"id", "category", "split", "messages", "questions", "note"} for c in chats)
+    cats = Counter(c["category"] for c in chats)
+    assert set(cats) == CATEGORIES and min(cats.values()) >= 3, cats
+    assert sum(len(c["questions"]) for c in chats) >= 50
 
 
-@pytest.mark.parametrize("c", CHATS, ids=lambda c: c["id"])
-def test_messages(c):
+@pytest.mark.parametrize("split,c", CHATS, ids=lambda x: x["id"] if isinstance(x, dict) else x)
+def test_messages(split, c):
     ms = c["messages"]
     assert 2 <= len(ms) <= 8 and 1 <= len(c["questions"]) <= 2
+    assert all(set(m) == {"role", "content", "time"} for m in ms)
     assert {m["role"] for m in ms} <= {"user", "assistant"} and all(m["content"].strip() for m in ms)
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", m["time"]) for m in ms)
     t = [datetime.fromisoformat(m["time"][:-1]) for m in ms]
     assert all(a < b for a, b in zip(t, t[1:])), "times strictly increase"
+    if split == "fresh4" and c["category"] == "across_sessions":  # days apart, with unrelated chat between
+        assert (t[-1] - t[0]).days >= 7 and len(ms) >= 6
 
 
 @pytest.mark.parametrize("c,q", QS, ids=lambda x: x.get("id", "") if isinstance(x, dict) else "")
 def test_answer_keys(c, q):
     "current / stale are exact substrings of the messages holding them, and tell the two memories apart."
+    assert set(q) == {"q", "current", "stale"}
     texts = [m["content"] for m in c["messages"]]
     cur, st, f = q["current"], q["stale"], str.casefold
     assert cur and any(cur in m["content"] for m in c["messages"] if m["role"] == "user"), f"{cur!r} in no user message"
@@ -47,7 +60,7 @@ def test_answer_keys(c, q):
         assert first(st) < first(cur)
 
 
-@pytest.mark.parametrize("split", ["fresh3", "fresh4"])
+@pytest.mark.parametrize("split", list(PREFIX))
 def test_baseline_refuses_chat_only_splits_with_pairs(capsys, split):
     spec = importlib.util.spec_from_file_location("truth36", ROOT / "studies/36_truth_baseline.py")
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)

@@ -830,7 +830,7 @@ def _stores_of(factory, said, configs) -> list:
        st.integers(1, 6))
 def test_the_change_order_never_changes_which_memories_a_search_returns(tmp_path_factory, said, k):
     "Issue 36 (22a's newer_on_topic), generated: with the change order on or off, every search returns the same memories (only their order may differ), and a hit that leads only by the change order says a change and is newer than a hit it passed."
-    stores = _stores_of(tmp_path_factory, said, [StoreConfig(change_similarity=on, min_relevance=-1) for on in (0.3, None)])
+    stores = _stores_of(tmp_path_factory, said, [StoreConfig(change_similarity=on, present_newer=None, min_relevance=-1) for on in (0.3, None)])   # present_newer off in both: this is the change order's property (22a tests present_newer's)
     try:
         for q in dict.fromkeys([f"{s} {x}" for s, _, x in said] + ["Where does Dana live?"]):
             on, off = (s.search(q, k=k) for s in stores)
@@ -848,8 +848,8 @@ def test_the_change_order_never_changes_which_memories_a_search_returns(tmp_path
 def test_a_change_under_the_floor_is_only_ever_added(tmp_path_factory, said, k):
     "Issue 36 (22a's recall_changes), generated: with the step on or off, every hit the floor returned is still returned unless k is full (then only the lowest give way, the rest in their order); a memory only the step returns was under the floor, says a change and is newer than a hit; nothing is rewritten."
     from earmem.memory.store.ranking import says_change
-    # dense: the floor judges the cosine, which each hit reports as frozen_relevance; the change order off in both
-    stores = _stores_of(tmp_path_factory, said, [StoreConfig(change_recall=on, change_similarity=None, replies_after_turns=None, retriever="dense")
+    # dense: the floor judges the cosine, which each hit reports as frozen_relevance; the change order and present_newer off in both
+    stores = _stores_of(tmp_path_factory, said, [StoreConfig(change_recall=on, change_similarity=None, replies_after_turns=None, present_newer=None, retriever="dense")
                                                  for on in (0.3, None)])
     try:
         before = [(r.id, r.text, r.status) for r in stores[0].records(include_retracted=True)]

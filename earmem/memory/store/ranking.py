@@ -14,8 +14,8 @@ from ..rules.hygiene import entities_overlap
 # %% auto #0
 __all__ = ['SESSION_POOL', 'SESSION_BETA', 'CHANGE_HITS', 'NAME_SLACK', 'row_sessions', 'best_of_pool', 'same_fact_lift',
            'session_lift', 'mark_conflicts', 'newer_first', 'says_change', 'newer_on_topic', 'changes',
-           'recall_changes', 'states_other_value', 'names_other', 'asks_present', 'present_newer', 'adds_nothing',
-           'replies_after_turns', 'recall_order']
+           'recall_changes', 'states_other_value', 'names_other', 'asks_present', 'tells_past', 'present_newer',
+           'adds_nothing', 'replies_after_turns', 'recall_order']
 
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #a2e1c0d7
 SESSION_POOL = 3  # a store whose candidates carry sessions ranks SESSION_POOL·K of them (frozen score + session lift), keeps K
@@ -209,14 +209,24 @@ def asks_present(query: str) -> bool:
     aux = next((_AUX_TENSE[w] for w in words if w in _AUX_TENSE), None)
     return aux if aux is not None else not any(w in _PAST_FORMS or (len(w) > 4 and w.endswith("ed")) for w in words)
 
+_LIGHT = frozenset({"be", "have", "do", "get", "go"})  # verbs too common to say two memories tell the same thing
+
+def tells_past(newer: str, older: str) -> bool:
+    "Whether `newer` tells in the past ('ran on', 'lived in', 'used to work at') what `older` tells in the present with the same verb and the word after it ('runs on', 'lives in', 'work at'): an account of before, not a change ('be', 'have', 'do', 'get', 'go' aside: 'was moved' is a change; 'it worked!' is not 'I work at')."
+    w_new, w_old, used = re.findall(r"[a-z]+", newer.casefold()), re.findall(r"[a-z]+", older.casefold()), "used to" in newer.casefold()
+    past = {(_VERBS[w], nxt) for w, nxt in zip(w_new, w_new[1:]) if w in _PAST_FORMS or (used and w in _VERBS)}   # 'used to work': its verbs are past
+    now = {(_VERBS[w], nxt) for w, nxt in zip(w_old, w_old[1:]) if w in _VERBS and w not in _PAST_FORMS and not w.endswith("ing")}
+    return any(v not in _LIGHT for v, _ in past & now)
+
 def present_newer(query: str, hits: list, order: list, vectors: np.ndarray, formed: list, similarity: float | None) -> list:
-    "`order` (positions of `hits`) with each newer hit moved just above an older one about the same thing (cosine of their unit `vectors` ≥ `similarity`; `formed`: (time, row) of each hit) that `states_other_value` of it, or that `names_other` than it at a cosine ≥ `similarity` − `NAME_SLACK`, when `asks_present(query)`; else, or `similarity` None, `order` as it was. Among the first `CHANGE_HITS`; only the order changes."
+    "`order` (positions of `hits`) with each newer hit moved just above an older one about the same thing (cosine of their unit `vectors` ≥ `similarity`; `formed`: (time, row) of each hit) that `states_other_value` of it, or that `names_other` than it at a cosine ≥ `similarity` − `NAME_SLACK`, unless it `tells_past` of the older one, when `asks_present(query)`; else, or `similarity` None, `order` as it was. Among the first `CHANGE_HITS`; only the order changes."
     if similarity is None or len(order) < 2 or not asks_present(query): return list(order)
     order, rest = list(order[:CHANGE_HITS]), list(order[CHANGE_HITS:])
     shared = {e.casefold() for h in hits for e in h.entities} | {str((h.metadata or {}).get("speaker", "")).casefold() for h in hits}
     for i, j in [(i, j) for i in order for j in order if formed[j][0] > formed[i][0]]:   # older before newer, in rank order
         a, b = order.index(i), order.index(j)   # the cheap tests first: the claim frames are read only for a candidate move
         if b <= a or (cos := float(vectors[i] @ vectors[j])) < similarity - NAME_SLACK: continue
+        if tells_past(hits[j].text, hits[i].text): continue   # "the service ran on MySQL" after "… runs on Postgres": not a change
         if (cos >= similarity and states_other_value(hits[j], hits[i], formed[j][0])) or names_other(hits[j], hits[i], shared): order.insert(a, order.pop(b))
     return order + rest
 

@@ -185,3 +185,27 @@ def test_build_sidebar_groups_chapters_under_their_wing():
     assert p.wings == ['Core', 'EAR', 'CLI']
     assert p.sidebar == ['../index.html', '../core/core.html', '../core/toys.html', 'adapter.html', '../cli/cli.html']
     assert '<a href="adapter.html" class=active' in side and '<span class="num">02</span>adapter' in side
+
+def test_docs_lint_names_a_mixed_cell_that_reads_what_the_docs_kernel_lacks(tmp_path):
+    "nbdev renders show_doc in a fresh kernel running only exported cells and cells with imports: a mixed cell reading a name from any other cell fails there"
+    b = _load('build_docs')
+    nb = tmp_path/'n.ipynb'
+    _nb(nb, 'import math', 'def helper(x): return x', '#| export\ndef shown(y): return y',
+        'import json\ndef _t():\n    assert helper(1) == 1 and shown(2) == 2\n_t()')
+    errs, warns = b.docs_lint(nb, {'slow'})
+    assert len(errs) == 1 and 'uses helper,' in errs[0] and 'cell #3' in errs[0], errs
+    _nb(nb, 'import math', '#| export\ndef helper(x): return x', 'import json\nprint([helper(i) for i in range(2)], math.pi)')
+    errs, warns = b.docs_lint(nb, {'slow'})
+    assert errs == [] and len(warns) == 1, (errs, warns)             # what it reads comes from cells the docs kernel runs
+    _nb(nb, 'from fastcore.test import *', 'import json\ntest_eq(json.loads("1"), 1)')
+    errs, warns = b.docs_lint(nb, {'slow'})
+    assert errs == [] and len(warns) == 1, (errs, warns)             # `import *` binds the module's names
+
+def test_docs_lint_passes_every_chapter():
+    "The check the docs build makes before it runs anything, made here in seconds (CI's docs step comes last)"
+    b = _load('build_docs')
+    from nbdev.config import get_config
+    flags = set(get_config(path=ROOT).tst_flags.split())
+    errs = [e for p in sorted((ROOT/'nbs').rglob('*.ipynb')) if '.ipynb_checkpoints' not in p.parts
+            for e in b.docs_lint(p, flags, str(p.relative_to(ROOT/'nbs')))[0]]
+    assert errs == [], '\n'.join(errs)

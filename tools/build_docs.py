@@ -51,21 +51,61 @@ def docs_lint(path: Path, flags: set, name: str = '') -> tuple[list[str], list[s
     from nbdev.processors import _ast_contains
     errors, warns = [], []
     nb = NBProcessor(path).nb
+    known = set(dir(__import__('builtins'))) | {'get_ipython', 'display', '__file__'}   # what the docs kernel has so far
     for i, cell in enumerate(nb.cells):
-        if cell.cell_type != 'code' or not cell.source or 'nbdev_export' + '()' in cell.source: continue
+        if cell.cell_type != 'code' or not cell.source: continue
         d = cell.directives_ or {}
-        if d.get('eval:', [''])[0].lower() == 'false' or d.keys() & {'export', 'exports', 'exporti', 'exec_doc'}: continue
         trees = cell.parsed_()
-        if not trees or not _ast_contains(trees, (ast.Import, ast.ImportFrom)): continue
-        if not _ast_contains(trees, (ast.Expr, ast.Assign)): continue
+        if 'nbdev_export' + '()' in cell.source or d.get('eval:', [''])[0].lower() == 'false' or not trees: continue
+        if d.keys() & {'export', 'exports', 'exporti', 'exec_doc'}:
+            known |= _bound_names(trees)
+            continue
+        if not _ast_contains(trees, (ast.Import, ast.ImportFrom)): continue
+        mixed = _ast_contains(trees, (ast.Expr, ast.Assign))
         first = next((l for l in cell.source.splitlines() if l.strip()), '')
         where = f"nbs/{name or path.name} cell #{i} (0-based; {first.strip()[:60]!r})"
         flagged = sorted(flags & d.keys())
+        missing = sorted(_loaded_names(trees) - known - _bound_names(trees)) if mixed else []
+        known |= _bound_names(trees)
+        if not mixed: continue
         if flagged: errors.append(f"{where} is `#| {' '.join(flagged)}` but imports: nbdev's docs processors would "
                                   "still run it (nbdev_docs too). Move its imports into a cell of their own.")
+        elif missing: errors.append(f"{where} mixes imports with code that uses {', '.join(missing)}, defined in cells "
+                                    "nbdev does not run when it renders the docs (only exported cells and cells with "
+                                    "imports): it fails there. Move its imports into a cell of their own.")
         else: warns.append(f"{where} mixes imports with other code: nbdev re-runs it in a fresh kernel to render "
                            "the docs. Better: imports in a cell of their own.")
     return errors, warns
+
+def _star_names(module: str) -> set:
+    "The names `from module import *` binds (its `__all__`, else its public names); empty if it does not import"
+    import importlib
+    try: m = importlib.import_module(module)
+    except Exception: return set()
+    return set(getattr(m, '__all__', None) or [n for n in dir(m) if not n.startswith('_')])
+
+def _bound_names(trees) -> set:
+    "The module-level names a cell binds (assignments, definitions, imports; `import *` through the module itself)"
+    import symtable
+    top = symtable.symtable('\n'.join(ast.unparse(t) for t in trees), '<cell>', 'exec')
+    out = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    for t in trees:
+        for n in ast.walk(t):
+            if isinstance(n, ast.ImportFrom) and any(a.name == '*' for a in n.names): out |= _star_names(n.module or '')
+    return out
+
+def _loaded_names(trees) -> set:
+    "The module-level names a cell reads, at its top level or from inside its functions and comprehensions"
+    import symtable
+    top = symtable.symtable('\n'.join(ast.unparse(t) for t in trees), '<cell>', 'exec')
+    out, todo = set(), [top]
+    while todo:
+        t = todo.pop()
+        todo.extend(t.get_children())
+        for s in t.get_symbols():
+            if not s.is_referenced(): continue
+            if t is top or s.is_global(): out.add(s.get_name())
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------- execution

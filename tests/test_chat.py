@@ -282,3 +282,33 @@ def test_a_reply_that_says_nothing_never_leads_the_turn_it_answers(tmp_path):
     assert got[True][:2] == ["user: I just started a new job at Soylent.", "assistant: Congratulations!"]
     assert "assistant: Congratulations pasta: aglio e olio." in got[True]   # words of its own: kept, not moved below 'Any pasta idea?'
     assert "user: Any pasta idea?" not in got[True]
+
+
+# ---- a turn and a claim drawn from it take one of the k slots (issue 36, 22a `fold_drawn`): generated chats × k × queries ----
+import tempfile
+from pathlib import Path
+SAYINGS = ["My doubles partner at the club is Hiro.", "I work at Zalando in Berlin.", "The kitchen budget is 12,000 euros.",
+           "I moved to Leeds and I started at Spotify.", "My flight to Oslo leaves at 07:40.", "Great, thanks!",
+           "We booked a cottage in Northumberland.", "Zara goes to Little Acorns nursery.", "I prefer tabs over spaces."]
+ASKS = ["Who is my doubles partner?", "Where do I work?", "What is the budget?", "When does my flight leave?", "Where do I live?"]
+
+@settings(max_examples=25, deadline=None)
+@given(hs.lists(hs.tuples(hs.sampled_from(["user", "assistant"]), hs.sampled_from(SAYINGS)), min_size=1, max_size=10),
+       hs.integers(1, 6), hs.sampled_from(ASKS))
+def test_fold_drawn_shows_each_statement_once_and_loses_none(turns, k, ask):
+    msgs = [{"role": r, "content": t, "timestamp": f"2026-03-{1 + i:02d}T09:00:00Z"} for i, (r, t) in enumerate(turns)]
+    off = dict(min_relevance=-1.0, change_recall=None, replies_after_turns=None)   # the steps that bring in other candidates, off in both arms
+    with tempfile.TemporaryDirectory() as d:
+        with MemoryStore(Path(d) / "s", encoder=HashingEncoder(64), config=StoreConfig(**off)) as st:
+            st.add_messages(msgs, session="s")
+            on, every = st.search(ask, k=k), st.search(ask, k=50)
+            st.config = StoreConfig(**off, fold_drawn=None)
+            plain = st.search(ask, k=k)
+            turn_of = {r.id: (r.metadata or {}).get("from_turn") for r in st.records()}
+    shown, folded = set(on.ids), {i for h in on for i in h.folded}
+    assert not shown & folded and len(folded) == sum(len(h.folded) for h in on)              # each statement once
+    assert not [h.id for h in on if turn_of[h.id] in shown]                                   # never a claim beside its turn
+    assert all(turn_of[i] == h.id or turn_of[h.id] == i for h in on for i in h.folded)       # only a turn and its own claims fold
+    assert set(plain.ids) <= shown | folded                                                   # what the unfolded k showed is shown or named
+    assert len(on) == min(k, len(every))                                                      # a folded slot goes to the next candidate
+    assert all(not h.folded for h in plain)

@@ -64,6 +64,7 @@ class Hit(MemoryRecord):
     weights: tuple = (1.0, 0.0, 0.0)  # (relevance, recency, importance) weights used
     reranked: dict | None = None  # reranked searches (chapter 23dr): {'source': 'observed' | 'completed' | 'semantic', 'score': …}
     explored: bool = False  # shown in the exploratory slot (chapter 23dx: UCB over the candidates below the cut), not for its rank
+    folded: tuple = ()  # ids of the memories this hit stands for in the k: the chat turn a claim was drawn from, or claims drawn from this turn (22a `fold_drawn`)
 
     def explain(self) -> str:
         "One line: the blended score, its relevance and the lift that recency and importance gave it over what it restates."
@@ -75,6 +76,7 @@ class Hit(MemoryRecord):
         if self.superseded_by: s += f"  superseded by {self.superseded_by}"
         if self.reranked: s += f"  [reranked: {self.reranked['source']} score {self.reranked['score']:.3f}]"
         if self.explored: s += "  [explored: shown to learn whether it helps, below the cut (UCB)]"
+        if self.folded: s += f"  (also stands for {', '.join(self.folded)}: the same statement, drawn from or into it)"
         return s
 
 # %% ../../../nbs/memory/store/21_agent_view.ipynb #4d157607

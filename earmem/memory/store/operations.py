@@ -380,7 +380,7 @@ def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray
                       base, 1.0)
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #029248bf
-from .ranking import SESSION_POOL, session_lift, best_of_pool, mark_conflicts, newer_first, newer_on_topic, present_newer, recall_order, row_sessions, same_fact_lift
+from .ranking import asks_present, SESSION_POOL, session_lift, best_of_pool, mark_conflicts, newer_first, newer_on_topic, present_newer, recall_order, fold_drawn, row_sessions, same_fact_lift
 
 @patch
 def _pool(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
@@ -494,14 +494,17 @@ def search(self: MemoryStore,
         cands, now = self._candidate_set(text, q, rows, cosines, fused), self.clock()
         score, rel, rec = self._blend(cands, rows, now)
         if (rr := self._rerank(plan, cands, rows, score, rel) if plan is not None else None) is not None: score, rel = rr[0], rr[1]  # declared hook (23dr): (score, relevance, report)
-        keep = np.flatnonzero(np.asarray(cands.scores) >= floor); order = keep[np.lexsort((keep, -score[keep]))][:k]  # the floor judges frozen relevance: a learner reorders, never hides
-        order = o if (o := self._order_candidates(rows, order := np.asarray(recall_order(order, keep, score, cands, ix.created[rows], [ix.metadata[r] for r in rows], k, c), np.int64), k)) is not None else order  # issue 36: a left-out newer change added above the claim it changes, a reply that says nothing below its user turn (22a); the declared hook: a raw turn a correction rewrote never leads it (23b)
+        keep = np.flatnonzero(np.asarray(cands.scores) >= floor); order = keep[np.lexsort((keep, -score[keep]))]  # the floor judges frozen relevance: a learner reorders, never hides
+        meta, ids = [ix.metadata[r] for r in rows], [ix.ids[r] for r in rows]
+        order, folded = fold_drawn(order, ids, meta, k) if c.fold_drawn else (order[:k], {})   # issue 36: a chat turn and a claim drawn from it take one of the k slots (22a)
+        order = o if (o := self._order_candidates(rows, order := np.asarray(recall_order(order, keep, score, cands, ix.created[rows], meta, k, c), np.int64), k)) is not None else order  # issue 36: a left-out newer change added above the claim it changes, a reply that says nothing below its user turn (22a); the declared hook: a raw turn a correction rewrote never leads it (23b)
         order, explored = ex if (ex := self._explore(cands, keep, order, rel, k, explore)) is not None else (order, ())  # declared hook (23dx)
+        if folded: gone = {i for v in folded.values() for i in v}; order = np.asarray([j for j in order if ids[j] not in gone], np.int64)   # none brought back by a later step
         hits = [self._hit(rows[j], rank, score[j], rel[j], rec[j], cosines[j]) for rank, j in enumerate(order, 1)]
-        for h, j in zip(hits, order): h.explored = int(j) in explored
+        for h, j in zip(hits, order): h.explored, h.folded = int(j) in explored, tuple(folded.get(int(j), ()))
         V, formed = np.asarray(ix.E[rows[order]], np.float32), list(zip(ix.created[rows[order]], rows[order]))
         conflicts = mark_conflicts(hits, V, formed, self.config)   # issue 36: a claim the door kept beside the one it may update, or a newer one that says it changed, ranks above it
-        lead = present_newer(text, hits, newer_on_topic(hits, newer_first(hits, conflicts), V, formed, c.change_similarity), V, formed, c.present_newer); hits, order = [hits[i] for i in lead], order[lead]
+        lead = present_newer(text, hits, newer_on_topic(hits, newer_first(hits, conflicts), V, formed, c.change_similarity if asks_present(text) else None), V, formed, c.present_newer); hits, order = [hits[i] for i in lead], order[lead]
         for rank, h in enumerate(hits, 1): h.rank = rank
         if touch and hits and not self.readonly: self._touch([h.id for h in hits], now)
     return Hits(hits, text, conflicts, cands, order, self._token, rr[2].annotate(hits, order) if rr is not None else None)

@@ -15,7 +15,7 @@ from ..rules.hygiene import entities_overlap
 __all__ = ['SESSION_POOL', 'SESSION_BETA', 'CHANGE_HITS', 'NAME_SLACK', 'row_sessions', 'best_of_pool', 'same_fact_lift',
            'session_lift', 'mark_conflicts', 'newer_first', 'says_change', 'newer_on_topic', 'changes',
            'recall_changes', 'states_other_value', 'names_other', 'asks_present', 'tells_past', 'present_newer',
-           'adds_nothing', 'replies_after_turns', 'recall_order']
+           'adds_nothing', 'replies_after_turns', 'recall_order', 'fold_drawn']
 
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #a2e1c0d7
 SESSION_POOL = 3  # a store whose candidates carry sessions ranks SESSION_POOL·K of them (frozen score + session lift), keeps K
@@ -198,11 +198,12 @@ def names_other(newer, older, shared=frozenset()) -> bool:
 from ..rules.lexicon import _VERBS
 _NOW = re.compile(r"\b(?:now|currently|current|these days|nowadays|at the moment|at present|today|still|any ?more|any longer)\b", re.I)
 _THEN = re.compile(r"\b(?:used to|ago|last|yesterday|ever|earlier|before|previously|originally)\b", re.I)  # words of past time
-_AUX_TENSE = {"did": False, "was": False, "were": False, "had": False, "is": True, "am": True, "are": True, "do": True, "does": True, "has": None, "have": None}
+_AUX_TENSE = {"did": False, "was": False, "were": False, "had": False, "is": True, "am": True, "are": True, "do": True, "does": True, "has": None, "have": None,
+              **dict.fromkeys(("should", "shall", "will", "can", "must", "may", "might"), True)}   # a modal asks of now or later: 'should … be given' is passive, not past
 _PAST_FORMS = frozenset(f for f, l in _VERBS.items() if f != l and f not in _AUX_TENSE and not f.endswith(("s", "ing")))  # 'moved', 'left', 'bought' …
 
 def asks_present(query: str) -> bool:
-    "Whether `query` asks what holds now. 'now', 'currently', 'these days', 'still' …: yes; a word of past time ('ago', 'last', 'ever'): no; else its first auxiliary decides — 'did', 'was', 'were', 'had': no; 'is', 'are', 'do', 'does': yes ('Where is Ana based?'); 'has'/'have', or none: no when a past form follows (chapter 17a's lexicon, or a word ending in 'ed': 'What has Mel painted?', 'Who moved?')."
+    "Whether `query` asks what holds now. 'now', 'currently', 'these days', 'still' …: yes; a word of past time ('ago', 'last', 'ever'): no; else its first auxiliary decides — 'did', 'was', 'were', 'had': no; 'is', 'are', 'do', 'does', a modal ('should', 'will', 'can' …): yes ('Where is Ana based?', 'Which time zone should times be given in?'); 'has'/'have', or none: no when a past form follows (chapter 17a's lexicon, or a word ending in 'ed': 'What has Mel painted?', 'Who moved?')."
     if _NOW.search(query): return True
     if _THEN.search(query): return False
     words = re.findall(r"[a-z]+", query.casefold())
@@ -268,3 +269,17 @@ def recall_order(order, keep, score, cands, created, metadata, k: int, config) -
     below = np.setdiff1d(np.arange(len(mems)), keep)
     order = recall_changes(order, below, score, cands.embeddings, created, mems, k, config.change_recall, config.same_fact_similarity)
     return replies_after_turns(order, mems, metadata, created, k) if config.replies_after_turns else order
+
+# %% ../../../nbs/memory/store/22a_ranking.ipynb #2e2856ef
+def fold_drawn(order, ids, metadata, k: int) -> tuple:
+    "(the first `k` of `order` — positions among candidates with `ids` and JSON `metadata` — leaving out a claim whose `from_turn` ranks above it and a turn a claim drawn from it ranks above; {kept position: [ids it stands for]})."
+    out, folded, stand = [], {}, {}   # stand: a turn's id -> the kept position that shows it (the turn, or the first claim drawn from it)
+    for j in (int(x) for x in order):
+        if len(out) == k: break
+        turn = json.loads(metadata[j]).get("from_turn") if '"from_turn"' in metadata[j] else None   # most memories: no JSON to read
+        at = stand.get(turn if turn is not None else ids[j])
+        if at is not None and (turn is None or ids[at] == turn):   # this turn's claim, or this claim's turn, is shown above
+            folded.setdefault(at, []).append(ids[j]); continue
+        out.append(j)
+        stand.setdefault(turn if turn is not None else ids[j], j)
+    return out, folded

@@ -194,6 +194,7 @@ class StoreConfig:
     change_similarity: float | None = 0.3  # cosine at or above which a newer hit that says something changed leads an older one about the same thing (22a, issue 36; None: off)
     change_recall: float | None = 0.5  # cosine to a returned older hit at or above which a left-out newer candidate that says a change is added just above it (22a, issue 36; None: off)
     replies_after_turns: bool | None = True  # an assistant reply that says nothing of its own ranks just below the user turn it answers (22a, issue 36; None or False: off)
+    assistant_penalty: float = 0.1  # score (cosine units) taken from a chat turn the assistant said: the user's own words rank first (22a `assistant_turns`, issue 36; 0: off)
     fold_drawn: bool | None = True  # a claim drawn from a chat turn and that turn take one of a search's k slots, shown by the higher-ranked, the other's id in its hit's `folded` (22a `fold_drawn`, issue 36; None or False: off)
     present_newer: float | None = 0.4  # cosine τ at or above which a newer hit that states another value of one kind leads an older one when the question asks what holds now (22a `present_newer`, issue 36; None: off)
 
@@ -202,7 +203,7 @@ class StoreConfig:
         for n in ("min_relevance", "dedupe_threshold", "conflict_similarity", "same_fact_similarity", "update_similarity") + tuple(n for n in ("change_similarity", "change_recall", "present_newer") if getattr(self, n) is not None): check_number(getattr(self, n), n, -1, 1)
         self.conflict_kinds = tuple(check_kind(k, "conflict_kinds") for k in self.conflict_kinds)
         for n in ("candidates", "checkpoint_every"): check_positive_int(getattr(self, n), n)
-        check_number(self.half_life_days, "half_life_days", low=0, low_open=True); check_int(self.explore_slots, "explore_slots", low=0); check_choice(self.replies_after_turns, "replies_after_turns", (True, False, None)); check_choice(self.fold_drawn, "fold_drawn", (True, False, None))
+        check_number(self.half_life_days, "half_life_days", low=0, low_open=True); check_int(self.explore_slots, "explore_slots", low=0); check_choice(self.replies_after_turns, "replies_after_turns", (True, False, None)); check_choice(self.fold_drawn, "fold_drawn", (True, False, None)); check_number(self.assistant_penalty, "assistant_penalty", 0, 1)
         if isinstance(self.learner_gate, bool) or not isinstance(self.learner_gate, int) or self.learner_gate < 0:
             raise ValueError(f"learner_gate: expected a whole number of pairs >= 0 (0 = always use the learner), got {self.learner_gate!r}")
         check_choice(self.recency_from, "recency_from", ("formed", "used")); check_choice(self.retriever, "retriever", ("dense", "hybrid")); check_number(self.lexical_weight, "lexical_weight", 0, 0.95)

@@ -76,6 +76,7 @@ class Hit(MemoryRecord):
         if self.superseded_by: s += f"  superseded by {self.superseded_by}"
         if self.reranked: s += f"  [reranked: {self.reranked['source']} score {self.reranked['score']:.3f}]"
         if self.explored: s += "  [explored: shown to learn whether it helps, below the cut (UCB)]"
+        if (self.metadata or {}).get("role") == "assistant": s += "  (the assistant's turn: its lift includes −StoreConfig.assistant_penalty)"
         if self.folded: s += f"  (also stands for {', '.join(self.folded)}: the same statement, drawn from or into it)"
         return s
 

@@ -380,7 +380,7 @@ def _candidate_set(self: MemoryStore, text: str, q: np.ndarray, rows: np.ndarray
                       base, 1.0)
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #029248bf
-from .ranking import asks_present, SESSION_POOL, session_lift, best_of_pool, mark_conflicts, newer_first, newer_on_topic, present_newer, recall_order, fold_drawn, row_sessions, same_fact_lift
+from .ranking import asks_present, SESSION_POOL, session_lift, best_of_pool, mark_conflicts, newer_first, newer_on_topic, present_newer, recall_order, fold_drawn, assistant_turns, row_sessions, same_fact_lift
 
 @patch
 def _pool(self: MemoryStore, text: str, q: np.ndarray, K: int, balanced: bool, flt: SearchFilter) -> tuple:
@@ -414,13 +414,14 @@ def _relevance(self: MemoryStore, cands: Candidates) -> np.ndarray:
 
 @patch
 def _blend(self: MemoryStore, cands: Candidates, rows: np.ndarray, now: float) -> tuple:
-    "(score, relevance, recency) of the candidates: w_rel·(z + session lift) + the lift of w_rec·2^(−Δt/h) + w_imp·importance over what each restates (22a)."
+    "(score, relevance, recency) of the candidates: w_rel·(z + session lift) + the lift of w_rec·2^(−Δt/h) + w_imp·importance over what each restates, less the assistant's turns' penalty (22a)."
     c, ix = self.config, self._backend.index
     rel = np.asarray(self._relevance(cands), dtype=np.float64) + session_lift(cands.scores, rows, row_sessions(ix, rows))
     since = ix.created[rows] if c.recency_from == "formed" else np.maximum(ix.created[rows], ix.accessed[rows])
     rec = recency_decay(now - since, c.half_life_days * DAY)
     bonus = c.recency_weight * rec + c.importance_weight * ix.importance[rows].astype(np.float64)
-    return c.relevance_weight * rel + same_fact_lift(cands.embeddings, bonus, c.same_fact_similarity), rel, rec
+    score = c.relevance_weight * rel + same_fact_lift(cands.embeddings, bonus, c.same_fact_similarity)
+    return (score - assistant_turns([ix.metadata[r] for r in rows], c.assistant_penalty) if c.assistant_penalty else score), rel, rec
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #595d7b2a
 @patch

@@ -15,7 +15,7 @@ from ..rules.hygiene import entities_overlap
 __all__ = ['SESSION_POOL', 'SESSION_BETA', 'CHANGE_HITS', 'NAME_SLACK', 'row_sessions', 'best_of_pool', 'same_fact_lift',
            'session_lift', 'mark_conflicts', 'newer_first', 'says_change', 'newer_on_topic', 'changes',
            'recall_changes', 'states_other_value', 'names_other', 'asks_present', 'tells_past', 'present_newer',
-           'adds_nothing', 'replies_after_turns', 'recall_order', 'fold_drawn']
+           'adds_nothing', 'replies_after_turns', 'recall_order', 'fold_drawn', 'assistant_turns']
 
 # %% ../../../nbs/memory/store/22a_ranking.ipynb #a2e1c0d7
 SESSION_POOL = 3  # a store whose candidates carry sessions ranks SESSION_POOL·K of them (frozen score + session lift), keeps K
@@ -283,3 +283,10 @@ def fold_drawn(order, ids, metadata, k: int) -> tuple:
         out.append(j)
         stand.setdefault(turn if turn is not None else ids[j], j)
     return out, folded
+
+# %% ../../../nbs/memory/store/22a_ranking.ipynb #699e6be4
+_ASSISTANT = re.compile(r'"role":\s*"assistant"')
+
+def assistant_turns(metadata, penalty: float) -> np.ndarray:
+    "The score penalty of each candidate (JSON `metadata`): `penalty` for a chat turn the assistant said, else 0."
+    return np.array([penalty if '"assistant"' in m and _ASSISTANT.search(m) else 0.0 for m in metadata], np.float64)

@@ -203,9 +203,7 @@ class StoreConfig:
         for n in ("min_relevance", "dedupe_threshold", "conflict_similarity", "same_fact_similarity", "update_similarity") + tuple(n for n in ("change_similarity", "change_recall", "present_newer") if getattr(self, n) is not None): check_number(getattr(self, n), n, -1, 1)
         self.conflict_kinds = tuple(check_kind(k, "conflict_kinds") for k in self.conflict_kinds)
         for n in ("candidates", "checkpoint_every"): check_positive_int(getattr(self, n), n)
-        check_number(self.half_life_days, "half_life_days", low=0, low_open=True); check_int(self.explore_slots, "explore_slots", low=0); check_choice(self.replies_after_turns, "replies_after_turns", (True, False, None)); check_choice(self.fold_drawn, "fold_drawn", (True, False, None)); check_number(self.assistant_penalty, "assistant_penalty", 0, 1)
-        if isinstance(self.learner_gate, bool) or not isinstance(self.learner_gate, int) or self.learner_gate < 0:
-            raise ValueError(f"learner_gate: expected a whole number of pairs >= 0 (0 = always use the learner), got {self.learner_gate!r}")
+        check_number(self.half_life_days, "half_life_days", low=0, low_open=True); check_int(self.explore_slots, "explore_slots", low=0); check_int(self.learner_gate, "learner_gate", low=0); check_choice(self.replies_after_turns, "replies_after_turns", (True, False, None)); check_choice(self.fold_drawn, "fold_drawn", (True, False, None)); check_number(self.assistant_penalty, "assistant_penalty", 0, 1)
         check_choice(self.recency_from, "recency_from", ("formed", "used")); check_choice(self.retriever, "retriever", ("dense", "hybrid")); check_number(self.lexical_weight, "lexical_weight", 0, 0.95)
         if not isinstance(self.ear, dict): raise TypeError(f"ear: expected a dict of EARConfig overrides, got {type(self.ear).__name__}")
         check_seed_and_ear(self)

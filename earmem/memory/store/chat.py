@@ -22,8 +22,8 @@ from ..rules.updates import infer_kind
 from .operations import MemoryStore, _add_result, _with_meta
 
 # %% auto #0
-__all__ = ['EXTRACT_SYSTEM', 'EXTRACT_KINDS', 'EXTRACT_SCHEMA', 'check_messages', 'resolve_dates', 'resolve_speaker', 'Extractor',
-           'RuleExtractor', 'LLMExtractor', 'corrections_first', 'ChatResult']
+__all__ = ['EXTRACT_SYSTEM', 'EXTRACT_KINDS', 'EXTRACT_SCHEMA', 'check_messages', 'tells_span', 'resolve_dates',
+           'resolve_speaker', 'Extractor', 'RuleExtractor', 'LLMExtractor', 'corrections_first', 'ChatResult']
 
 # %% ../../../nbs/memory/store/23b_chat.ipynb #2e3bf67e
 def _speaker(m: dict, where: str) -> str | None:
@@ -48,8 +48,17 @@ def check_messages(messages, timestamp=None, now: float = 0.0) -> list:
                         at=at if at is not None else (base if base is not None else now), turn=i))
     return out
 
-# %% ../../../nbs/memory/store/23b_chat.ipynb #57652f0c
+# %% ../../../nbs/memory/store/23b_chat.ipynb #14fad796
 from .ranking import _PAST_FORMS
+_CLAUSE = re.compile(r"[.;:!?,]")
+_SPAN_BEFORE = re.compile(r"\btime\b|\b(?:not|never|no)\b|n['’]t\b|['’]ve\b|\b(?:has|have|had)\s+\w+(?:ed|en|wn|ne)\b|\b\w+est\b|\b(?:"
+                          + "|".join(sorted(_PAST_FORMS)) + r")\b|\b\w{3,}ed\b", re.I)
+
+def tells_span(before: str) -> bool:
+    "Whether the clause that ends `before` (the text ahead of 'in N days / weeks / months / years') tells a span of time rather than a date ahead: 'time', a negation, a perfect, a superlative or a past form (17a's lexicon, or a word ending in -ed)."
+    return bool(_SPAN_BEFORE.search(_CLAUSE.split(before)[-1]))
+
+# %% ../../../nbs/memory/store/23b_chat.ipynb #57652f0c
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
 _MONTHS = "January February March April May June July August September October November December".split()
 _NUMBERS = {w: i for i, w in enumerate("one two three four five six seven eight nine ten eleven twelve".split(), 1)} | {"a": 1, "an": 1}
@@ -65,17 +74,13 @@ _RELATIVE = re.compile(
 _PLAN = re.compile(r"\b(?:will|shall|going\sto|gonna|plan(?:s|ning)?\sto|want(?:s)?\sto|hope(?:s)?\sto|intend(?:s)?\sto|"
                    r"(?:am|is|are)\s\w+ing|\w+['’](?:ll|m|re)\s\w+ing|\w+['’]ll)\b", re.I)   # 'we'll', 'I'm flying': said of the future
 
-_CLAUSE = re.compile(r"[.;:!?,]")
-_SPAN_BEFORE = re.compile(r"\btime\b|\b(?:not|never|no)\b|n['’]t\b|['’]ve\b|\b(?:has|have|had)\s+\w+(?:ed|en|wn|ne)\b|\b\w+est\b|\b(?:"
-                          + "|".join(sorted(_PAST_FORMS)) + r")\b|\b\w{3,}ed\b", re.I)   # before 'in N days' in its clause: a span of time, not a date ahead
-
 def _when(m: re.Match, when: datetime, plan: bool) -> tuple | None:
     "(granularity, date) a relative-date match points at, seen from `when`: 'day', 'week' (its Monday), 'weekend' (its Saturday), 'month' or 'year'; None to leave it as said."
     g = {k: (v or "").casefold() for k, v in m.groupdict().items()}
     num = lambda s: _NUMBERS.get(s) or int(s)
     if g["around"]: return "day", when + relativedelta(days=-2 if g["around"].startswith("before") else 2)
     if g["simple"]: return "day", when + relativedelta(days={"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}[g["simple"]])
-    if g["in_n"] and not plan and _SPAN_BEFORE.search(_CLAUSE.split(m.string[:m.start()])[-1]): return None   # 'the first time in 31 years', 'finished it in 3 days': a span, not a date
+    if g["in_n"] and not plan and tells_span(m.string[:m.start()]): return None   # 'the first time in 31 years', 'finished it in 3 days': a span, not a date
     if g["ago_n"] or g["in_n"]:
         n, unit = (-num(g["ago_n"]), g["ago_u"]) if g["ago_n"] else (num(g["in_n"]), g["in_u"])
         return ("day" if unit in ("day", "week") else unit), when + relativedelta(**{unit + "s": n})

@@ -420,8 +420,7 @@ def _blend(self: MemoryStore, cands: Candidates, rows: np.ndarray, now: float) -
     since = ix.created[rows] if c.recency_from == "formed" else np.maximum(ix.created[rows], ix.accessed[rows])
     rec = recency_decay(now - since, c.half_life_days * DAY)
     bonus = c.recency_weight * rec + c.importance_weight * ix.importance[rows].astype(np.float64)
-    score = c.relevance_weight * rel + same_fact_lift(cands.embeddings, bonus, c.same_fact_similarity)
-    return (score - assistant_turns([ix.metadata[r] for r in rows], c.assistant_penalty) if c.assistant_penalty else score), rel, rec
+    return c.relevance_weight * rel + same_fact_lift(cands.embeddings, bonus, c.same_fact_similarity) - assistant_turns([ix.metadata[r] for r in rows], c.assistant_penalty), rel, rec
 
 # %% ../../../nbs/memory/store/23_operations.ipynb #595d7b2a
 @patch
@@ -471,14 +470,11 @@ def _model_note(self: MemoryStore):
 def search(self: MemoryStore,
            query,  # the question / task state (text), or a query embedding
            k: int = 5,  # at most this many hits (fewer when fewer clear the relevance floor)
-           kinds=None,  # only these kinds
-           entities=None,  # only memories naming any of these entities
+           kinds=None, entities=None,  # only these kinds; only memories naming any of these entities
            since=None, until=None,  # only memories formed in this time range
-           store: str | None = None,  # only 'episodic' or 'semantic'
-           as_of=None,  # what was true at this time: memories formed by then and not yet replaced then (superseded ones included)
+           store: str | None = None, as_of=None,  # only 'episodic' or 'semantic'; what was true at this time: memories formed by then and not yet replaced then (superseded ones included)
            filters: SearchFilter | dict | None = None,  # the same narrowing as one object (kinds, entities, since, until, store, metadata, as_of)
-           min_relevance: float | None = None,  # relevance floor; None = config.min_relevance
-           touch: bool = False,  # refresh the returned memories' last-access time (reinforcement on use is feedback's job)
+           min_relevance: float | None = None, touch: bool = False,  # relevance floor (None = config.min_relevance); refresh the returned memories' last-access time (reinforcement on use is feedback's job)
            balanced: bool | None = None, rerank=None,  # K/2 candidates per store (None = config.balanced); EARM reranking (23dr): a scorer, a Rerank, True (the store's) or None
            explore=None, agent_id: str | None = None, run_id: str | None = None) -> Hits:  # exploratory slots among the k (23dx): True (one), a number, False, or None = config.explore_slots; only the memories of this agent / run
     "Filter, retrieve K candidates, keep those whose frozen relevance clears the floor, rank by relevance (adapter) + recency + importance (or, reranked, by observed/completed scores); best k."

@@ -8,6 +8,7 @@
     python studies/36_truth_baseline.py --split fresh4 --only chats   # the fifth, written after fresh3 was scored: chats only, scored once
     python studies/36_truth_baseline.py --split fresh5 --only chats   # the sixth, written blind to the rules: chats only, scored once
     python studies/36_truth_baseline.py --split fresh6 --only chats   # the seventh, written blind to the rules: chats only, scored once
+    python studies/36_truth_baseline.py --split fresh7 --only chats   # the eighth, written blind to the rules: chats only, scored once
 
 Pairs (nbs/memory/rules/data/truth_pairs.json), per category:
   judge   judge_claims(old, new).is_update (--judge rules: judge_change, the baseline's), scored against expected == "update" (precision / recall)
@@ -49,8 +50,8 @@ CHATS = ROOT / "nbs/memory/store/data/truth_chats.json"
 
 
 def _corpus(path: Path, split: str) -> Path:
-    "The 'fresh' splits live in their own files (truth_*_fresh.json, _fresh2, _fresh3, _fresh4, _fresh5, _fresh6: held-out sets, each written after the last was used)."
-    return path.with_name(f"{path.stem}_{split}.json") if split in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6") else path
+    "The 'fresh' splits live in their own files (truth_*_fresh.json, _fresh2, _fresh3, _fresh4, _fresh5, _fresh6, _fresh7: held-out sets, each written after the last was used)."
+    return path.with_name(f"{path.stem}_{split}.json") if split in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7") else path
 CLAIM_KINDS = ["fact", "decision", "preference", "correction"]
 
 
@@ -410,12 +411,13 @@ def print_concurrency(res: dict, partial: bool = False):
 # ------------------------------------------------------------------ main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--split", choices=("tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6"), default="tune",
+    ap.add_argument("--split", choices=("tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7"), default="tune",
                     help="which half of the corpora (default: tune); 'fresh': the second held-out set (truth_*_fresh.json), a dev set once "
                          "scored; 'fresh2': the third, written after it (truth_*_fresh2.json); 'fresh3': the fourth, chats only "
                          "(truth_chats_fresh3.json, 50 chats written without reading the rules; use with --only chats); 'fresh4': the fifth, "
                          "the same way, after fresh3 was scored (truth_chats_fresh4.json, chats only); 'fresh5': the sixth, the same way "
-                         "(truth_chats_fresh5.json, chats only); 'fresh6': the seventh, the same way (truth_chats_fresh6.json, chats only)")
+                         "(truth_chats_fresh5.json, chats only); 'fresh6': the seventh, the same way (truth_chats_fresh6.json, chats only); "
+                         "'fresh7': the eighth, the same way (truth_chats_fresh7.json, chats only)")
     ap.add_argument("--judge", choices=("claims", "rules"), default="claims",
                     help="the judge column: judge_claims (18a, the store's default door judge) or judge_change (18's slot rules, the baseline's)")
     ap.add_argument("--hashing", action="store_true", help="pairs and chats with HashingEncoder(64) instead of the bundled MiniLM")
@@ -436,7 +438,7 @@ def main(argv=None):
         p, start, n, ready, go = a._worker
         return worker(p, int(start), int(n), ready, go)
     parts = set(a.only.split(","))
-    if a.split in ("fresh3", "fresh4", "fresh5", "fresh6") and "pairs" in parts:
+    if a.split in ("fresh3", "fresh4", "fresh5", "fresh6", "fresh7") and "pairs" in parts:
         ap.error(f"--split {a.split} has chats only (truth_chats_{a.split}.json, no pair corpus): --only must not include 'pairs' "
                  f"(got --only {a.only!r}); use --only chats")
     out, t0 = dict(split=a.split, texts=a.texts, encoder="hashing-64" if a.hashing else "bundled MiniLM", started=datetime.now(timezone.utc).isoformat()), time.time()

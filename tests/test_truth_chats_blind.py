@@ -1,9 +1,9 @@
 """The held-out chat corpora of issue 36 written without reading the store's rules (nbs/memory/store/data/
-truth_chats_fresh3.json, the fourth held-out set, truth_chats_fresh4.json, the fifth, truth_chats_fresh5.json, the sixth, and truth_chats_fresh6.json, the seventh):
+truth_chats_fresh3.json, the fourth held-out set, truth_chats_fresh4.json, the fifth, truth_chats_fresh5.json, the sixth, truth_chats_fresh6.json, the seventh, and truth_chats_fresh7.json, the eighth):
 their shape and their answer keys.
 
 Checks the files only (no store, no scoring: a split stays unscored until its final measurement) and that
-studies/36_truth_baseline.py refuses --split fresh3, fresh4, fresh5 or fresh6 with pairs, naming the argument."""
+studies/36_truth_baseline.py refuses --split fresh3, fresh4, fresh5, fresh6 or fresh7 with pairs, naming the argument."""
 import importlib.util, json, re
 from collections import Counter
 from datetime import datetime
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PREFIX = {"fresh3": "hc", "fresh4": "hd", "fresh5": "he", "fresh6": "hf"}  # each corpus's id prefix
+PREFIX = {"fresh3": "hc", "fresh4": "hd", "fresh5": "he", "fresh6": "hf", "fresh7": "hg"}  # each corpus's id prefix
 CORPORA = {s: json.loads((ROOT / f"nbs/memory/store/data/truth_chats_{s}.json").read_text()) for s in PREFIX}
 CHATS = [(s, c) for s, cs in CORPORA.items() for c in cs]
 QS = [(c, q) for _, c in CHATS for q in c["questions"]]

@@ -69,7 +69,7 @@ _RELATIVE = re.compile(
     r"\b(?:the\sday\s(?P<around>before\syesterday|after\stomorrow)|(?P<simple>today|tonight|tomorrow|yesterday)|"
     r"(?P<ago_n>" + _N + r")\s(?P<ago_u>day|week|month|year)s?\sago|in\s(?P<in_n>" + _N + r")\s(?P<in_u>day|week|month|year)s?|"
     r"(?P<span_rel>last|next)\s(?P<span>week|month|year)|(?P<weekend>this\sweekend)|"
-    r"(?P<rel>next|last|this|on)\s(?P<wd>" + _WD + r")|"
+    r"(?P<rel>next|last|this|on)\s(?P<wd>" + _WD + r")(?!\s(?:mornings|afternoons|evenings|nights)\b)|"   # 'on Monday afternoons': every week, not one day
     r"(?P<mrel>in|next|last|this)\s(?P<month>(?-i:" + "|".join(_MONTHS) + r"))(?!\s*\d+(?:st|nd|rd|th)?\b(?!\s(?:day|week|month|year)s?\b)))\b(?!['’])", re.I)
 _PLAN = re.compile(r"\b(?:will|shall|going\sto|gonna|plan(?:s|ning)?\sto|want(?:s)?\sto|hope(?:s)?\sto|intend(?:s)?\sto|"
                    r"(?:am|is|are)\s\w+ing|\w+['’](?:ll|m|re)\s\w+ing|\w+['’]ll)\b", re.I)   # 'we'll', 'I'm flying': said of the future

@@ -65,8 +65,9 @@ def docs_lint(path: Path, flags: set, name: str = '') -> tuple[list[str], list[s
         first = next((l for l in cell.source.splitlines() if l.strip()), '')
         where = f"nbs/{name or path.name} cell #{i} (0-based; {first.strip()[:60]!r})"
         flagged = sorted(flags & d.keys())
-        missing = sorted(_loaded_names(trees) - known - _bound_names(trees)) if mixed else []
-        known |= _bound_names(trees)
+        bound = _bound_names(trees)
+        missing = sorted(_loaded_names(trees) - known - bound) if mixed else []
+        known |= bound
         if not mixed: continue
         if flagged: errors.append(f"{where} is `#| {' '.join(flagged)}` but imports: nbdev's docs processors would "
                                   "still run it (nbdev_docs too). Move its imports into a cell of their own.")
